@@ -1,0 +1,1 @@
+"""Records, stores (local folder, Hub dataset) and views (terminal table, web page)."""

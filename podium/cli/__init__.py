@@ -1,0 +1,1 @@
+"""The ``podium`` command line: wiring only; every command body calls library functions."""

@@ -1,0 +1,120 @@
+"""The root of the ``podium`` command line.
+
+Exit codes: 0 ok / verified, 1 findings / rejected, 2 usage, 3 could not evaluate.
+Tracebacks only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+import typer
+
+from podium import __version__
+from podium.cli import challenge as challenge_cmd
+from podium.cli import keys as keys_cmd
+from podium.cli import report as report_cmd
+from podium.cli import schema as schema_cmd
+from podium.cli.output import console, print_error, set_debug, set_json
+from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_USAGE, PodiumError
+
+HELP = """\
+podium: verified LLM inference-speed competitions.
+
+Participants package an engine config into a bundle; organizers rebuild it, measure
+TPS and PPL blind, sign a report and publish it to a leaderboard.
+
+Exit codes: 0 ok or VERIFIED, 1 findings or REJECTED, 2 usage error, 3 could not evaluate.
+
+Examples:
+
+  podium challenge show fast-gemma
+
+  podium schema validate engine-config winning.env --challenge fast-gemma
+"""
+
+app = typer.Typer(
+    name="podium",
+    help=HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(challenge_cmd.app, name="challenge")
+app.add_typer(schema_cmd.app, name="schema")
+app.add_typer(keys_cmd.app, name="keys")
+app.add_typer(report_cmd.app, name="report")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"podium {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    set_debug(debug)
+
+
+def _register_optional() -> None:
+    """Sub-apps whose modules exist are added; each is wiring over its library."""
+    import importlib
+
+    for name in ("engine", "submission", "verify", "leaderboard", "queue", "worker"):
+        try:
+            module = importlib.import_module(f"podium.cli.{name}_cmd")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"podium.cli.{name}_cmd":
+                continue
+            raise
+        module.register(app)
+
+
+_register_optional()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]  # accepted anywhere on the line
+    set_json("--json" in args)
+    set_debug(debug)
+    try:
+        rv = app(args=args, prog_name="podium", standalone_mode=False)
+    except click.exceptions.Abort:
+        console(stderr=True).print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except PodiumError as exc:
+        if debug:
+            traceback.print_exc()
+        print_error(exc)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        console(stderr=True).print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # a bug in podium: one line unless --debug
+        if debug:
+            traceback.print_exc()
+        else:
+            console(stderr=True).print(
+                f"internal error: {type(exc).__name__}: {exc}\nhint: rerun with --debug for the traceback",
+                markup=False,
+            )
+        sys.exit(EXIT_CANNOT_EVALUATE)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""``podium keys``: Ed25519 signing keys for reports and records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from podium.cli.output import JsonOpt, emit, set_json
+from podium.signing import KeyPair, load_public_key, key_id, write_keypair
+
+app = typer.Typer(help="Signing keys (Ed25519).", no_args_is_help=True)
+
+
+@app.command("generate")
+def generate_cmd(
+    path: Annotated[Path, typer.Argument(help="Private key file to write (PEM, mode 0600); the public key goes to PATH.pub.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Generate a signing key pair.
+
+    Example: podium keys generate keys/organizer.pem
+    """
+    set_json(json_out)
+    pair = KeyPair.generate()
+    public_path = write_keypair(pair, path, overwrite=force)
+    data = {"private_key": str(path), "public_key": str(public_path), "key_id": pair.key_id}
+    emit(data, lambda con: con.print(
+        f"wrote {path} (private, keep it secret) and {public_path} (publish it); key id {pair.key_id}"))
+
+
+@app.command("id")
+def id_cmd(
+    path: Annotated[Path, typer.Argument(help="A public (or private) key file.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Print a key's id. Example: podium keys id keys/organizer.pem.pub"""
+    set_json(json_out)
+    kid = key_id(load_public_key(path))
+    emit({"key_id": kid, "file": str(path)}, lambda con: con.print(kid))

@@ -1,0 +1,80 @@
+"""Output for humans and machines.
+
+``--json`` prints one JSON document on stdout and nothing else; otherwise rich renders
+tables and colour, which vanish when stdout is not a terminal. Errors are one line on
+stderr plus a hint line (or a JSON ``{"error": ...}`` document with ``--json``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from podium.errors import PodiumError
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document for machines.")]
+
+_state: dict[str, bool] = {"json": False, "debug": False}
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def set_json(enabled: bool) -> None:
+    _state["json"] = enabled
+
+
+def json_mode() -> bool:
+    return _state["json"]
+
+
+def set_debug(enabled: bool) -> None:
+    _state["debug"] = enabled
+
+
+def debug_mode() -> bool:
+    return _state["debug"]
+
+
+def emit(data: Any, human: Callable[[Console], None] | None = None, *, as_json: bool = False) -> None:
+    """Print ``data`` as JSON (``--json``) or call ``human`` with a console."""
+    if as_json or json_mode() or human is None:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        sys.stdout.flush()
+        return
+    human(console())
+
+
+def error_document(exc: PodiumError) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "type": type(exc).__name__,
+        "message": exc.message,
+        "where": exc.where,
+        "hint": exc.hint,
+        "exit_code": exc.exit_code,
+    }
+    errors = getattr(exc, "errors", None)
+    if errors:
+        doc["errors"] = [
+            {"where": e.where, "message": e.message, "expected": getattr(e, "expected", None)}
+            for e in errors
+        ]
+    return {"error": doc}
+
+
+def print_error(exc: PodiumError) -> None:
+    if json_mode():
+        sys.stdout.write(json.dumps(error_document(exc), indent=2) + "\n")
+        return
+    err = console(stderr=True)
+    err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    for sub in getattr(exc, "errors", [])[1:]:
+        err.print(f"       {sub}", markup=False, highlight=False)
+    if exc.hint:
+        err.print(f"[dim]hint:[/] {exc.hint}", highlight=False)

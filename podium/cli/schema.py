@@ -1,0 +1,92 @@
+"""``podium schema``: validate documents against podium's JSON Schemas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from podium.cli.output import JsonOpt, emit, set_json
+from podium.errors import EXIT_FINDINGS, SchemaError, UsageError
+from schemas.challenge import load_challenge
+from schemas.engine_config import check_engine_config, load_engine_config
+from schemas.validate import KINDS, load_schema, read_json, schema_kinds, validation_errors
+
+app = typer.Typer(help="JSON Schemas of podium's documents.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_cmd(json_out: JsonOpt = False) -> None:
+    """List the schema kinds. Example: podium schema list"""
+    set_json(json_out)
+    data = [{"kind": k, "file": f"schemas/json/{KINDS[k]}",
+             "title": load_schema(k).get("title", "")} for k in schema_kinds()]
+    emit(data, lambda con: [con.print(f"{d['kind']:<14} {d['title']}") for d in data] and None)
+
+
+@app.command("show")
+def show_cmd(kind: Annotated[str, typer.Argument(help="Schema kind.")]) -> None:
+    """Print a JSON Schema. Example: podium schema show engine-config"""
+    emit(load_schema(kind), as_json=True)
+
+
+@app.command("validate")
+def validate_cmd(
+    kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(schema_kinds())}.")],
+    file: Annotated[Path, typer.Argument(help="The document (engine configs: .json, .toml or KEY=VALUE env).")],
+    challenge: Annotated[
+        str | None,
+        typer.Option(help="For engine-config: also apply this challenge's rules (default fast-gemma)."),
+    ] = None,
+    no_rules: Annotated[bool, typer.Option("--no-rules", help="Engine-config: schema only.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Validate FILE against the KIND schema; every problem is listed at once.
+
+    Exit 0 when valid, 1 when there are findings.
+
+    Examples:
+
+      podium schema validate engine-config winning.env
+
+      podium schema validate challenge my-challenge.json --json
+    """
+    set_json(json_out)
+    if kind not in KINDS:
+        raise UsageError(f"unknown schema kind {kind!r}", hint=f"choose one of: {', '.join(schema_kinds())}")
+    if not file.exists():
+        raise UsageError(f"no such file: {file}")
+    if kind == "engine-config":
+        config = load_engine_config(file)
+        spec = None if no_rules else load_challenge(challenge or "fast-gemma")
+        findings = check_engine_config(config, spec, file=str(file))
+        problems = [{"id": f.check_id, "where": f.where, "message": f.message, "hint": f.hint}
+                    for f in findings]
+    else:
+        try:
+            doc = read_json(file)
+        except SchemaError as exc:
+            problems = [{"id": "schema.parse", "where": exc.where, "message": exc.message, "hint": None}]
+        else:
+            problems = [
+                {"id": "schema", "where": e.json_path, "message": e.message,
+                 "hint": f"expected {e.expected}"}
+                for e in validation_errors(kind, doc, file=str(file))
+            ]
+    result = {"kind": kind, "file": str(file), "valid": not problems, "problems": problems}
+
+    def human(con: Console) -> None:
+        if not problems:
+            con.print(f"[green]valid[/] {kind}: {file}")
+            return
+        con.print(f"[red]{len(problems)} problem(s)[/] in {file} ({kind}):")
+        for p in problems:
+            con.print(f"  [{p['id']}] {p['where']}: {p['message']}", markup=False)
+            if p["hint"]:
+                con.print(f"      hint: {p['hint']}", markup=False)
+
+    emit(result, human)
+    if problems:
+        raise typer.Exit(EXIT_FINDINGS)

@@ -1,0 +1,217 @@
+"""The challenge spec: every rule a result depends on, as data.
+
+Specs ship as JSON files in ``podium/data/challenges/``; ``load_challenge`` takes a
+shipped name (``fast-gemma``, ``tiny``) or a path to a spec file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from podium.canonical import canonical_json, sha256_bytes
+from podium.errors import UsageError
+from schemas.contract import Contract
+from schemas.validate import read_json, validate
+
+
+@dataclass(frozen=True)
+class PinnedFile(Contract):
+    path: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ModelPin(Contract):
+    repo_id: str
+    revision: str
+    dtype: str
+    tokenizer: str | None = None
+    shipped: str | None = None
+    files: list[PinnedFile] | None = None
+    allowed_derived: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Hardware(Contract):
+    accelerator: str
+    gpu_name: str | None = None
+    gpu_count: int | None = None
+    flavor: str | None = None
+    cpu_threads: int | None = None
+
+    def describe(self) -> str:
+        if self.accelerator == "cpu":
+            return "CPU"
+        return f"{self.gpu_count or 1} x {self.gpu_name}"
+
+
+@dataclass(frozen=True)
+class Quality(Contract):
+    metric: str
+    rule: str
+    reference_ppl: float | None = None
+    max_ratio: float | None = None
+    max_ppl: float | None = None
+
+    @property
+    def cap(self) -> float:
+        """The highest PPL a result may have."""
+        if self.rule == "absolute":
+            assert self.max_ppl is not None
+            return float(self.max_ppl)
+        assert self.reference_ppl is not None and self.max_ratio is not None
+        return float(self.reference_ppl) * float(self.max_ratio)
+
+
+@dataclass(frozen=True)
+class PplProcedure(Contract):
+    endpoint: str
+    format: str
+    prompt_logprobs: int
+    add_special_tokens: bool
+    aggregate: str
+    timeout_s: float
+    bos: str = "in-context"
+    max_records: int | None = None
+
+
+@dataclass(frozen=True)
+class Sampling(Contract):
+    temperature: float
+    top_p: float
+    top_k: int
+
+
+@dataclass(frozen=True)
+class TpsWorkload(Contract):
+    endpoint: str
+    num_prompts: int
+    max_tokens: int
+    ignore_eos: bool
+    concurrency: int
+    warmup_requests: int
+    seed: int
+    stream: bool
+    sampling: Sampling
+    trials: int
+    reproduction_tolerance: float
+    request_timeout_s: float
+    min_trial_seconds: float = 0.0
+    count_tokens: str = "token_ids"
+
+    @property
+    def tokens_per_trial(self) -> int:
+        return self.num_prompts * self.max_tokens
+
+
+@dataclass(frozen=True)
+class Limits(Contract):
+    build_s: float
+    startup_s: float
+    evaluation_s: float
+    bundle_bytes: int
+    bundle_files: int
+    unpacked_bytes: int
+    image_bytes: int
+    memory_bytes: int | None = None
+    pids: int | None = None
+    cpus: float | None = None
+
+
+@dataclass(frozen=True)
+class Rule(Contract):
+    id: str
+    key: str
+    op: str
+    message: str
+    value: Any = None
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineRules(Contract):
+    kinds: list[str]
+    forbidden: list[Rule]
+    port: int = 8000
+    allowed_knobs: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Dataset(Contract):
+    uri: str
+    sha256: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Datasets(Contract):
+    public_prompts: Dataset
+    ppl_public: Dataset
+    heldout_prompts: Dataset | None = None
+    ppl_heldout: Dataset | None = None
+
+
+@dataclass(frozen=True)
+class ChallengeSpec(Contract):
+    schema_version: int
+    id: str
+    version: str
+    title: str
+    model: ModelPin
+    hardware: Hardware
+    quality: Quality
+    ppl: PplProcedure
+    tps: TpsWorkload
+    integrity: dict[str, Any]
+    limits: Limits
+    engine: EngineRules
+    datasets: Datasets
+    description: str | None = None
+    #: where the spec was read from (not part of the document)
+    source: str | None = field(default=None, compare=False, metadata={"json": "__source__"})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out.pop("__source__", None)
+        return out
+
+    @property
+    def sha256(self) -> str:
+        return sha256_bytes(canonical_json(self.to_dict()))
+
+    def check(self, name: str) -> dict[str, Any]:
+        """The integrity check's settings; a check the spec omits is disabled."""
+        settings = self.integrity.get(name.replace("-", "_"))
+        return dict(settings) if isinstance(settings, dict) else {"enabled": False}
+
+    def with_overrides(self, **changes: Any) -> ChallengeSpec:
+        return dataclasses.replace(self, **changes)
+
+
+def _shipped_dir() -> Path:
+    return Path(str(resources.files("podium").joinpath("data", "challenges")))
+
+
+def list_challenges() -> list[str]:
+    return sorted(p.stem for p in _shipped_dir().glob("*.json"))
+
+
+def load_challenge(name_or_path: str | Path) -> ChallengeSpec:
+    """Load a shipped challenge by name, or a spec file by path; validate it first."""
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        path = _shipped_dir() / f"{name_or_path}.json"
+        if not path.exists():
+            raise UsageError(
+                f"unknown challenge {name_or_path!r}",
+                hint=f"shipped challenges: {', '.join(list_challenges())}; or pass a spec file",
+            )
+    doc = read_json(path)
+    validate("challenge", doc, file=str(path))
+    spec = ChallengeSpec.from_dict(doc)
+    return dataclasses.replace(spec, source=str(path))

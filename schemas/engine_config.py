@@ -1,0 +1,163 @@
+"""The engine config: the knobs a participant tunes.
+
+It is written as JSON, TOML or an env file (``KEY=VALUE`` lines, ``#`` comments, the
+form the real challenge's configs were published in). Env values are decoded as JSON
+when they parse as JSON (``188`` is an int, ``{"method": "mtp"}`` an object) and kept as
+strings otherwise. Validation is the JSON Schema (types and bounds) plus the
+challenge's rules (forbidden settings, allowed knobs), each broken rule one ``Finding``
+whose message is one sentence naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from podium.errors import SchemaError, UsageError
+from schemas.challenge import ChallengeSpec, Rule
+from schemas.findings import Finding
+from schemas.validate import validation_errors
+
+KNOWN_KNOBS_SCHEMA_KIND = "engine-config"
+
+
+def _decode_env_value(raw: str) -> Any:
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        inner = raw[1:-1]
+        try:
+            value = json.loads(inner)
+            return value if isinstance(value, (dict, list)) else inner
+        except json.JSONDecodeError:
+            return inner
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def parse_env_text(text: str, *, source: str = "<env>") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith("export "):
+            stripped = stripped[len("export ") :]
+        if "=" not in stripped:
+            raise SchemaError(
+                f"line {lineno} is not KEY=VALUE: {stripped[:60]!r}",
+                file=source,
+                json_path=f"line {lineno}",
+                expected="KEY=VALUE",
+            )
+        key, _, value = stripped.partition("=")
+        key = key.strip()
+        if key in out:
+            raise SchemaError(f"{key} is set twice (line {lineno})", file=source, json_path=f"$.{key}")
+        out[key] = _decode_env_value(value)
+    return out
+
+
+def load_engine_config(path: Path) -> dict[str, Any]:
+    """Read an engine config file (``.json``, ``.toml`` or env) into a dict."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    if path.suffix == ".json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"not valid JSON: {exc.msg} at line {exc.lineno}", file=str(path)) from None
+    elif path.suffix == ".toml":
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SchemaError(f"not valid TOML: {exc}", file=str(path)) from None
+    else:
+        doc = parse_env_text(text, source=str(path))
+    if not isinstance(doc, dict):
+        raise SchemaError("an engine config must be an object of KEY: value", file=str(path))
+    return doc
+
+
+def _lookup(config: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    head, *rest = dotted.split(".")
+    if head not in config:
+        return False, None
+    value: Any = config[head]
+    for part in rest:
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "0", "false", "no", "off")
+    return bool(value)
+
+
+def rule_fires(rule: Rule, config: dict[str, Any]) -> bool:
+    """True when ``config`` does what ``rule`` forbids. An absent key never fires."""
+    present, value = _lookup(config, rule.key)
+    if not present:
+        return False
+    if rule.op == "truthy":
+        return _truthy(value)
+    if rule.op == "equals":
+        return bool(value == rule.value)
+    if rule.op == "not_equals":
+        return bool(value != rule.value)
+    if rule.op == "any_value_equals":
+        return isinstance(value, dict) and any(v == rule.value for v in value.values())
+    raise SchemaError(f"unknown rule op {rule.op!r}", json_path=f"$.engine.forbidden[{rule.id}]")
+
+
+def check_engine_config(
+    config: dict[str, Any], challenge: ChallengeSpec | None = None, *, file: str | None = None
+) -> list[Finding]:
+    """Every problem of ``config`` at once: schema errors, then the challenge's rules."""
+    findings = [
+        Finding(
+            check_id="config.schema",
+            severity="error",
+            message=f"{err.json_path.removeprefix('$.')}: {err.message}",
+            hint=f"expected {err.expected}" if err.expected else None,
+            where=f"{file}:{err.json_path}" if file else err.json_path,
+        )
+        for err in validation_errors(KNOWN_KNOBS_SCHEMA_KIND, config, file=file)
+    ]
+    if challenge is None:
+        return findings
+    allowed = challenge.engine.allowed_knobs
+    if allowed is not None:
+        schema_known = set(_known_knobs())
+        for key in config:
+            if key in schema_known and key not in allowed:
+                findings.append(
+                    Finding(
+                        check_id="config.knob-not-allowed",
+                        severity="error",
+                        message=f"{key} is not a knob the {challenge.id} challenge allows.",
+                        hint=f"allowed knobs: {', '.join(allowed)}",
+                        where=key,
+                    )
+                )
+    for rule in challenge.engine.forbidden:
+        if rule_fires(rule, config):
+            findings.append(
+                Finding(check_id=rule.id, severity="error", message=rule.message, hint=rule.hint,
+                        where=rule.key)
+            )
+    return findings
+
+
+def _known_knobs() -> list[str]:
+    from schemas.validate import load_schema
+
+    return list(load_schema(KNOWN_KNOBS_SCHEMA_KIND)["properties"])

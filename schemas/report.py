@@ -1,0 +1,86 @@
+"""The verification report and its parts.
+
+A report is built by the verifier, validated against ``report.schema.json`` and then
+signed (``podium.signing``). ``Verdict`` values are stable strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from schemas.contract import Contract
+from schemas.findings import Finding
+from schemas.validate import validate
+
+VERIFIED = "VERIFIED"
+UNOFFICIAL = "UNOFFICIAL"
+REJECTED = "REJECTED"
+FAILED = "FAILED"
+PENDING = "PENDING"
+VERDICTS = (VERIFIED, UNOFFICIAL, REJECTED, FAILED)
+
+
+@dataclass(frozen=True)
+class CheckResult(Contract):
+    id: str
+    status: str  # pass | fail | skip | error
+    summary: str
+    details: dict[str, Any] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass(frozen=True)
+class Stage(Contract):
+    name: str
+    status: str  # ok | failed | skipped
+    seconds: float
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Failure(Contract):
+    stage: str
+    message: str
+    log_tail: str | None = None
+
+
+@dataclass(frozen=True)
+class Report(Contract):
+    _keep_none: ClassVar[frozenset[str]] = frozenset({"failure", "image", "heldout"})
+
+    schema_version: int
+    kind: str
+    report_id: str
+    verdict: str
+    mode: str
+    challenge: dict[str, Any]
+    submission: dict[str, Any]
+    environment: dict[str, Any]
+    metrics: dict[str, Any]
+    checks: list[CheckResult]
+    findings: list[Finding]
+    stages: list[Stage]
+    toolkit: dict[str, Any]
+    started: str
+    finished: str
+    runner: str | None = None
+    image: dict[str, Any] | None = None
+    heldout: dict[str, Any] | None = None
+    failure: Failure | None = None
+    signature: dict[str, Any] | None = field(default=None)
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], *, file: str | None = None) -> Report:
+        validate("report", doc, file=file)
+        return cls.from_dict(doc)
+
+    @property
+    def label(self) -> str:
+        """What a human sees: self-checks are SELF-REPORTED whatever they measured."""
+        if self.mode == "self-check":
+            return "SELF-REPORTED" if self.verdict in (VERIFIED, UNOFFICIAL) else self.verdict
+        return self.verdict

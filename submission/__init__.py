@@ -1,0 +1,1 @@
+"""Participant side: init, validate, freeze, package, import and self-check submissions."""

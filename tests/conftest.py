@@ -1,0 +1,58 @@
+"""Shared test fixtures.
+
+Every test runs with an isolated ``HF_HOME``, no Hub token, no proxy to the Hub, a
+fixed terminal width and no colour, so nothing leaks between tests or from the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("hf_home")
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT", "PODIUM_STORE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "dumb")
+
+
+def docker_available() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(
+            ["docker", "info"], capture_output=True, timeout=20, check=False
+        ).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip docker tests where no engine runs, unless PODIUM_REQUIRE_DOCKER=1 (CI)."""
+    if os.environ.get("PODIUM_REQUIRE_DOCKER") == "1":
+        return
+    if any("docker" in item.keywords for item in items) and not docker_available():
+        skip = pytest.mark.skip(reason="no Docker engine running (PODIUM_REQUIRE_DOCKER unset)")
+        for item in items:
+            if "docker" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Iterator[Path]:
+    yield REPO_ROOT
