@@ -87,8 +87,9 @@ class BundleError(PodiumError, ValueError):
 
     exit_code = EXIT_FINDINGS
 
-    def __init__(self, message: str, *, finding_id: str, hint: str | None = None,
-                 where: str | None = None):
+    def __init__(
+        self, message: str, *, finding_id: str, hint: str | None = None, where: str | None = None
+    ):
         super().__init__(message, hint=hint, where=where)
         self.finding_id = finding_id
 

@@ -85,7 +85,9 @@ def load_private_key(path: Path) -> KeyPair:
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except FileNotFoundError as exc:
-        raise UsageError(f"no key file at {path}", hint="create one with `podium keys generate`") from exc
+        raise UsageError(
+            f"no key file at {path}", hint="create one with `podium keys generate`"
+        ) from exc
     except (ValueError, TypeError) as exc:
         raise SignatureError(f"{path} is not a PEM private key: {exc}", where=str(path)) from exc
     if not isinstance(key, Ed25519PrivateKey):

@@ -56,7 +56,9 @@ def parse_env_text(text: str, *, source: str = "<env>") -> dict[str, Any]:
         key, _, value = stripped.partition("=")
         key = key.strip()
         if key in out:
-            raise SchemaError(f"{key} is set twice (line {lineno})", file=source, json_path=f"$.{key}")
+            raise SchemaError(
+                f"{key} is set twice (line {lineno})", file=source, json_path=f"$.{key}"
+            )
         out[key] = _decode_env_value(value)
     return out
 
@@ -71,7 +73,9 @@ def load_engine_config(path: Path) -> dict[str, Any]:
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise SchemaError(f"not valid JSON: {exc.msg} at line {exc.lineno}", file=str(path)) from None
+            raise SchemaError(
+                f"not valid JSON: {exc.msg} at line {exc.lineno}", file=str(path)
+            ) from None
     elif path.suffix == ".toml":
         try:
             doc = tomllib.loads(text)
@@ -151,8 +155,13 @@ def check_engine_config(
     for rule in challenge.engine.forbidden:
         if rule_fires(rule, config):
             findings.append(
-                Finding(check_id=rule.id, severity="error", message=rule.message, hint=rule.hint,
-                        where=rule.key)
+                Finding(
+                    check_id=rule.id,
+                    severity="error",
+                    message=rule.message,
+                    hint=rule.hint,
+                    where=rule.key,
+                )
             )
     return findings
 

@@ -7,6 +7,7 @@ tests and users match on them, so an id never changes meaning once released.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from schemas.contract import Contract
 
@@ -15,6 +16,8 @@ SEVERITIES = ("error", "warning", "info")
 
 @dataclass(frozen=True)
 class Finding(Contract):
+    _keep_none: ClassVar[frozenset[str]] = frozenset({"hint", "where"})
+
     check_id: str
     severity: str
     message: str

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from schemas.contract import Contract
 from schemas.validate import validate
@@ -68,6 +68,8 @@ class ChallengeRef(Contract):
 
 @dataclass(frozen=True)
 class Toolkit(Contract):
+    _keep_none: ClassVar[frozenset[str]] = frozenset({"git_sha"})
+
     name: str
     version: str
     git_sha: str | None = None
@@ -75,6 +77,8 @@ class Toolkit(Contract):
 
 @dataclass(frozen=True)
 class Reported(Contract):
+    _keep_none: ClassVar[frozenset[str]] = frozenset({"tps", "ppl", "hardware"})
+
     tps: float | None = None
     ppl: float | None = None
     hardware: str | None = None

@@ -84,7 +84,9 @@ def _to_schema_error(err: ValidationError, file: str | None) -> SchemaError:
 
 def validation_errors(kind: str, doc: Any, *, file: str | None = None) -> list[SchemaError]:
     """Every schema error of ``doc``, sorted by location."""
-    errors = sorted(_validator(kind).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(
+        _validator(kind).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path))
+    )
     return [_to_schema_error(e, file) for e in errors]
 
 

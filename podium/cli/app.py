@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         else:
             console(stderr=True).print(
-                f"internal error: {type(exc).__name__}: {exc}\nhint: rerun with --debug for the traceback",
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "hint: rerun with --debug for the traceback",
                 markup=False,
             )
         sys.exit(EXIT_CANNOT_EVALUATE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,9 +22,15 @@ def list_cmd(json_out: JsonOpt = False) -> None:
     """
     set_json(json_out)
     specs = [load_challenge(name) for name in list_challenges()]
-    data = [
-        {"id": s.id, "version": s.version, "title": s.title, "model": s.model.repo_id,
-         "hardware": s.hardware.describe(), "ppl_cap": round(s.quality.cap, 6)}
+    data: list[dict[str, Any]] = [
+        {
+            "id": s.id,
+            "version": s.version,
+            "title": s.title,
+            "model": s.model.repo_id,
+            "hardware": s.hardware.describe(),
+            "ppl_cap": round(s.quality.cap, 6),
+        }
         for s in specs
     ]
 
@@ -33,8 +39,9 @@ def list_cmd(json_out: JsonOpt = False) -> None:
         for col in ("id", "version", "title", "model", "hardware", "PPL cap"):
             table.add_column(col)
         for d in data:
-            table.add_row(d["id"], d["version"], d["title"], d["model"], d["hardware"],
-                          f"{d['ppl_cap']:.4f}")
+            table.add_row(
+                d["id"], d["version"], d["title"], d["model"], d["hardware"], f"{d['ppl_cap']:.4f}"
+            )
         con.print(table)
 
     emit(data, human)
@@ -45,23 +52,34 @@ def _describe(spec: ChallengeSpec, con: Console) -> None:
     con.print(f"[bold]{spec.title}[/] ({spec.id} {spec.version})")
     con.print(f"model      {spec.model.repo_id} @ {spec.model.revision} ({spec.model.dtype})")
     con.print(f"hardware   {spec.hardware.describe()}")
-    rule = (f"reference {q.reference_ppl} x {q.max_ratio}" if q.rule == "ratio"
-            else f"absolute {q.max_ppl}")
+    rule = (
+        f"reference {q.reference_ppl} x {q.max_ratio}"
+        if q.rule == "ratio"
+        else f"absolute {q.max_ppl}"
+    )
     con.print(f"PPL cap    {q.cap:.4f} ({rule})")
-    con.print(f"PPL        {p.endpoint}, prompt_logprobs={p.prompt_logprobs}, "
-              f"add_special_tokens={str(p.add_special_tokens).lower()}, {p.aggregate}-average "
-              "over target tokens")
-    con.print(f"TPS        {t.num_prompts} prompts x {t.max_tokens} tokens, "
-              f"ignore_eos={str(t.ignore_eos).lower()}, concurrency {t.concurrency}, "
-              f"{t.warmup_requests} warm-ups, seed {t.seed}, {t.endpoint}, "
-              f"stream={str(t.stream).lower()}, {t.trials} trials, "
-              f"reproduction within {t.reproduction_tolerance:.0%}")
+    con.print(
+        f"PPL        {p.endpoint}, prompt_logprobs={p.prompt_logprobs}, "
+        f"add_special_tokens={str(p.add_special_tokens).lower()}, {p.aggregate}-average "
+        "over target tokens"
+    )
+    con.print(
+        f"TPS        {t.num_prompts} prompts x {t.max_tokens} tokens, "
+        f"ignore_eos={str(t.ignore_eos).lower()}, concurrency {t.concurrency}, "
+        f"{t.warmup_requests} warm-ups, seed {t.seed}, {t.endpoint}, "
+        f"stream={str(t.stream).lower()}, {t.trials} trials, "
+        f"reproduction within {t.reproduction_tolerance:.0%}"
+    )
     lim = spec.limits
-    con.print(f"limits     build {lim.build_s:.0f} s, start-up {lim.startup_s:.0f} s, "
-              f"evaluation {lim.evaluation_s:.0f} s, bundle {lim.bundle_bytes / 2**20:.0f} MiB, "
-              f"image {lim.image_bytes / 2**30:.0f} GiB")
-    con.print(f"engines    {', '.join(spec.engine.kinds)}; forbidden: "
-              + ", ".join(r.key for r in spec.engine.forbidden))
+    con.print(
+        f"limits     build {lim.build_s:.0f} s, start-up {lim.startup_s:.0f} s, "
+        f"evaluation {lim.evaluation_s:.0f} s, bundle {lim.bundle_bytes / 2**20:.0f} MiB, "
+        f"image {lim.image_bytes / 2**30:.0f} GiB"
+    )
+    con.print(
+        f"engines    {', '.join(spec.engine.kinds)}; forbidden: "
+        + ", ".join(r.key for r in spec.engine.forbidden)
+    )
 
 
 @app.command("show")
@@ -76,6 +94,9 @@ def show_cmd(
     set_json(json_out)
     spec = load_challenge(name)
     doc = spec.to_dict()
-    doc["computed"] = {"ppl_cap": spec.quality.cap, "tokens_per_trial": spec.tps.tokens_per_trial,
-                       "spec_sha256": spec.sha256}
+    doc["computed"] = {
+        "ppl_cap": spec.quality.cap,
+        "tokens_per_trial": spec.tps.tokens_per_trial,
+        "spec_sha256": spec.sha256,
+    }
     emit(doc, lambda con: _describe(spec, con))

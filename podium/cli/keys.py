@@ -8,14 +8,19 @@ from typing import Annotated
 import typer
 
 from podium.cli.output import JsonOpt, emit, set_json
-from podium.signing import KeyPair, load_public_key, key_id, write_keypair
+from podium.signing import KeyPair, key_id, load_public_key, write_keypair
 
 app = typer.Typer(help="Signing keys (Ed25519).", no_args_is_help=True)
 
 
 @app.command("generate")
 def generate_cmd(
-    path: Annotated[Path, typer.Argument(help="Private key file to write (PEM, mode 0600); the public key goes to PATH.pub.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="Private key file to write (PEM, mode 0600); the public key goes to PATH.pub."
+        ),
+    ],
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -27,8 +32,13 @@ def generate_cmd(
     pair = KeyPair.generate()
     public_path = write_keypair(pair, path, overwrite=force)
     data = {"private_key": str(path), "public_key": str(public_path), "key_id": pair.key_id}
-    emit(data, lambda con: con.print(
-        f"wrote {path} (private, keep it secret) and {public_path} (publish it); key id {pair.key_id}"))
+    emit(
+        data,
+        lambda con: con.print(
+            f"wrote {path} (private, keep it secret) and {public_path} (publish it); "
+            f"key id {pair.key_id}"
+        ),
+    )
 
 
 @app.command("id")

@@ -42,7 +42,9 @@ def debug_mode() -> bool:
     return _state["debug"]
 
 
-def emit(data: Any, human: Callable[[Console], None] | None = None, *, as_json: bool = False) -> None:
+def emit(
+    data: Any, human: Callable[[Console], None] | None = None, *, as_json: bool = False
+) -> None:
     """Print ``data`` as JSON (``--json``) or call ``human`` with a console."""
     if as_json or json_mode() or human is None:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -36,15 +36,23 @@ def verify_cmd(
     except SchemaError as exc:
         doc, problems = None, [f"not readable: {exc.message}"]
     if isinstance(doc, dict):
-        problems += [f"{e.json_path}: {e.message}" for e in validation_errors("report", doc, file=str(report))]
+        problems += [
+            f"{e.json_path}: {e.message}"
+            for e in validation_errors("report", doc, file=str(report))
+        ]
         try:
             key = verify_document(doc, public)
         except SignatureError as exc:
             problems.append(exc.message)
     elif doc is not None:
         problems.append("the report is not a JSON object")
-    result = {"report": str(report), "valid": not problems, "key_id": key, "problems": problems,
-              "verdict": doc.get("verdict") if isinstance(doc, dict) else None}
+    result = {
+        "report": str(report),
+        "valid": not problems,
+        "key_id": key,
+        "problems": problems,
+        "verdict": doc.get("verdict") if isinstance(doc, dict) else None,
+    }
 
     def human(con: Console) -> None:
         if problems:
@@ -70,8 +78,10 @@ def show_cmd(
     rep = Report.parse(doc, file=str(report))
 
     def human(con: Console) -> None:
-        con.print(f"[bold]{rep.label}[/] {rep.submission.get('team')}/{rep.submission.get('entry')} "
-                  f"on {rep.challenge.get('id')} {rep.challenge.get('version')}")
+        con.print(
+            f"[bold]{rep.label}[/] {rep.submission.get('team')}/{rep.submission.get('entry')} "
+            f"on {rep.challenge.get('id')} {rep.challenge.get('version')}"
+        )
         tps, ppl = rep.metrics.get("tps") or {}, rep.metrics.get("ppl") or {}
         if tps:
             con.print(f"TPS {tps.get('median', 0):.2f} (95% CI {tps.get('ci95')})")

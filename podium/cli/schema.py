@@ -21,9 +21,16 @@ app = typer.Typer(help="JSON Schemas of podium's documents.", no_args_is_help=Tr
 def list_cmd(json_out: JsonOpt = False) -> None:
     """List the schema kinds. Example: podium schema list"""
     set_json(json_out)
-    data = [{"kind": k, "file": f"schemas/json/{KINDS[k]}",
-             "title": load_schema(k).get("title", "")} for k in schema_kinds()]
-    emit(data, lambda con: [con.print(f"{d['kind']:<14} {d['title']}") for d in data] and None)
+    data = [
+        {"kind": k, "file": f"schemas/json/{KINDS[k]}", "title": load_schema(k).get("title", "")}
+        for k in schema_kinds()
+    ]
+
+    def human(con: Console) -> None:
+        for d in data:
+            con.print(f"{d['kind']:<14} {d['title']}")
+
+    emit(data, human)
 
 
 @app.command("show")
@@ -35,12 +42,18 @@ def show_cmd(kind: Annotated[str, typer.Argument(help="Schema kind.")]) -> None:
 @app.command("validate")
 def validate_cmd(
     kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(schema_kinds())}.")],
-    file: Annotated[Path, typer.Argument(help="The document (engine configs: .json, .toml or KEY=VALUE env).")],
+    file: Annotated[
+        Path, typer.Argument(help="The document (engine configs: .json, .toml or KEY=VALUE env).")
+    ],
     challenge: Annotated[
         str | None,
-        typer.Option(help="For engine-config: also apply this challenge's rules (default fast-gemma)."),
+        typer.Option(
+            help="For engine-config: also apply this challenge's rules (default fast-gemma)."
+        ),
     ] = None,
-    no_rules: Annotated[bool, typer.Option("--no-rules", help="Engine-config: schema only.")] = False,
+    no_rules: Annotated[
+        bool, typer.Option("--no-rules", help="Engine-config: schema only.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Validate FILE against the KIND schema; every problem is listed at once.
@@ -55,24 +68,34 @@ def validate_cmd(
     """
     set_json(json_out)
     if kind not in KINDS:
-        raise UsageError(f"unknown schema kind {kind!r}", hint=f"choose one of: {', '.join(schema_kinds())}")
+        raise UsageError(
+            f"unknown schema kind {kind!r}", hint=f"choose one of: {', '.join(schema_kinds())}"
+        )
     if not file.exists():
         raise UsageError(f"no such file: {file}")
     if kind == "engine-config":
         config = load_engine_config(file)
         spec = None if no_rules else load_challenge(challenge or "fast-gemma")
         findings = check_engine_config(config, spec, file=str(file))
-        problems = [{"id": f.check_id, "where": f.where, "message": f.message, "hint": f.hint}
-                    for f in findings]
+        problems = [
+            {"id": f.check_id, "where": f.where, "message": f.message, "hint": f.hint}
+            for f in findings
+        ]
     else:
         try:
             doc = read_json(file)
         except SchemaError as exc:
-            problems = [{"id": "schema.parse", "where": exc.where, "message": exc.message, "hint": None}]
+            problems = [
+                {"id": "schema.parse", "where": exc.where, "message": exc.message, "hint": None}
+            ]
         else:
             problems = [
-                {"id": "schema", "where": e.json_path, "message": e.message,
-                 "hint": f"expected {e.expected}"}
+                {
+                    "id": "schema",
+                    "where": e.json_path,
+                    "message": e.message,
+                    "hint": f"expected {e.expected}",
+                }
                 for e in validation_errors(kind, doc, file=str(file))
             ]
     result = {"kind": kind, "file": str(file), "valid": not problems, "problems": problems}
