@@ -1,1 +1,1 @@
-"""Organizer side: intake, rebuild, sandbox, harness (PPL, TPS), integrity checks, verdict, report."""
+"""Organizer side: intake, rebuild, sandbox, harness (PPL, TPS), checks, verdict, report."""

@@ -1,0 +1,43 @@
+# podium's entry points. Each target sets up what it needs on a fresh machine:
+#   make test    venv + Docker engine + base images + lint + the test suite (what CI runs)
+#   make lint    ruff check, ruff format --check, mypy
+#   make docker  install/start the Docker engine and build the local base images (root)
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.podium-installed
+ARTIFACTS := test-artifacts
+
+.PHONY: venv docker lint test demo bench
+
+venv: $(STAMP)
+
+# Re-installs only when pyproject.toml changed; torch is pinned on the line so pip takes
+# the CPU build from the machine's wheel store rather than resolving a CUDA one.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[dev,engine,docker,data]' 'torch==2.13.0'
+	touch $@
+
+docker:
+	bash scripts/setup-docker.sh
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: venv docker lint
+	mkdir -p $(ARTIFACTS)
+	PODIUM_REQUIRE_DOCKER=1 $(VENV)/bin/pytest -m "not gpu" -p no:cacheprovider \
+		--junitxml=$(ARTIFACTS)/junit.xml
+
+demo: venv
+	$(VENV)/bin/podium --help
+
+bench: venv
+	if [[ -f bench/__init__.py || -f bench/__main__.py ]]; then $(PY) -m bench; \
+	else echo "no bench module yet"; fi

@@ -1,0 +1,74 @@
+"""``python -m engines.baseline --model PATH [...]``: serve a local checkpoint.
+
+Every option can also come from the environment, so a container is configured without
+a command line: ``MODEL_PATH``, ``HOST``, ``PORT``, ``SERVED_MODEL_NAME``, ``DEVICE``,
+``DTYPE``, ``MAX_MODEL_LEN``, ``ENGINE_CLASS`` (``module:Class``, a ``BaselineEngine``
+subclass). Command-line options win over the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from engines.baseline.app import serve
+from engines.baseline.model import BaselineEngine
+
+
+def _engine_class(spec: str) -> type[BaselineEngine]:
+    module_name, _, attr = spec.partition(":")
+    if not attr:
+        raise SystemExit(f"--engine-class must look like module:Class, got {spec!r}")
+    cls = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(cls, type) and issubclass(cls, BaselineEngine)):
+        raise SystemExit(f"{spec} is not a BaselineEngine subclass")
+    return cls
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    env = os.environ
+    parser = argparse.ArgumentParser(
+        prog="python -m engines.baseline",
+        description="Serve a local transformers checkpoint over vLLM's OpenAI-compatible API.",
+    )
+    parser.add_argument("--model", default=env.get("MODEL_PATH"), help="local model folder")
+    parser.add_argument("--host", default=env.get("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(env.get("PORT", "8000")))
+    parser.add_argument("--served-model-name", default=env.get("SERVED_MODEL_NAME"))
+    parser.add_argument("--device", default=env.get("DEVICE", "cpu"), choices=["cpu", "cuda"])
+    parser.add_argument(
+        "--dtype", default=env.get("DTYPE", "float32"), choices=["float32", "bfloat16", "float16"]
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=int(env["MAX_MODEL_LEN"]) if env.get("MAX_MODEL_LEN") else None,
+    )
+    parser.add_argument("--engine-class", default=env.get("ENGINE_CLASS"), help="module:Class")
+    parser.add_argument("--log-requests", action="store_true", help="log each request to stderr")
+    args = parser.parse_args(argv)
+    if not args.model:
+        parser.error("--model (or MODEL_PATH) is required")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    serve(
+        args.model,
+        args.host,
+        args.port,
+        served_model_name=args.served_model_name,
+        device=args.device,
+        dtype=args.dtype,
+        max_model_len=args.max_model_len,
+        engine_class=_engine_class(args.engine_class) if args.engine_class else BaselineEngine,
+        quiet=not args.log_requests,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

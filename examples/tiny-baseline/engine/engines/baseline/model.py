@@ -1,0 +1,330 @@
+"""The baseline engine: a transformers causal LM driven by an explicit decode loop.
+
+The loop calls ``model(ids, cache=..., use_cache=True)`` one token at a time instead of
+``model.generate`` so that per-token streaming, ``ignore_eos``, ``min_tokens`` and exact
+token counts are under our control. It is the unoptimised reference: dynamic KV cache,
+one sequence, no batching, no compilation.
+
+Hook methods (override them in a subclass; adversarial test engines do exactly that):
+
+- ``forward(ids, cache, all_logits)``: the only place the model runs. Override to swap
+  layers, weights or precision for some calls.
+- ``prefill(prompt_ids, prompt_logprobs)``: runs the prompt, returns the cache, the last
+  position's logits and, when asked, the teacher-forced prompt logprobs. Override to use
+  a different path when ``prompt_logprobs`` is requested.
+- ``prompt_logprobs_from_logits(logprobs, targets, k)``: turns one chunk of float32
+  log-softmax rows into per-position entries. Override to tamper with reported values.
+- ``select_next_token(logits, sampling, generator, step)``: the per-step choice (argmax
+  for greedy, seeded sampling otherwise).
+- ``before_step(step)``: called before each generated token; add latency here.
+- ``report_usage(prompt_ids, output_ids)``: the ``usage`` object of a response.
+- ``start(prompt_ids, sampling, prompt_logprobs)``: the entry point the API calls; it
+  returns a ``Generation`` whose ``steps`` yield ``TokenStep``s. Override to replace the
+  whole decode (replayed answers, early stops).
+
+Tensors never leave this module: callers see token ids, floats and ``TokenLogprob``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engines.baseline.protocol import SamplingDefaults, SamplingParams
+
+if TYPE_CHECKING:
+    import torch
+
+#: Float32 logit cells (positions x vocabulary) materialised at once when scoring a prompt.
+LOGIT_CELLS_PER_CHUNK = 1 << 26
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One token's log-probability; ``rank`` 1 is the most likely token."""
+
+    token_id: int
+    logprob: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class PositionLogprobs:
+    """Log-probabilities at one position: the actual (or chosen) token and the top-k."""
+
+    chosen: TokenLogprob
+    top: tuple[TokenLogprob, ...]
+
+
+@dataclass(frozen=True)
+class TokenStep:
+    """One generated token; ``finish_reason`` is set on the last one."""
+
+    token_id: int
+    logprobs: PositionLogprobs | None
+    finish_reason: str | None
+    stop_reason: int | None = None
+
+
+@dataclass
+class Prefill:
+    """The state after running the prompt."""
+
+    cache: Any
+    last_logits: torch.Tensor
+    prompt_logprobs: list[PositionLogprobs | None] | None = None
+
+
+@dataclass
+class Generation:
+    """A started generation: prompt logprobs are ready; iterate to produce tokens."""
+
+    prompt_ids: list[int]
+    prompt_logprobs: list[PositionLogprobs | None] | None
+    steps: Iterator[TokenStep]
+    output_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    def __iter__(self) -> Iterator[TokenStep]:
+        for step in self.steps:
+            self.output_ids.append(step.token_id)
+            self.finish_reason = step.finish_reason
+            yield step
+
+
+def _as_id_set(value: Any) -> set[int]:
+    if value is None:
+        return set()
+    if isinstance(value, int):
+        return {value}
+    return {int(v) for v in value}
+
+
+class BaselineEngine:
+    """A local transformers checkpoint behind the hooks listed in the module docstring."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_model_len: int | None = None,
+        logprob_chunk_tokens: int | None = None,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.model_path = Path(model_path)
+        self.device = torch.device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
+        model = AutoModelForCausalLM.from_pretrained(
+            str(self.model_path), dtype=getattr(torch, dtype)
+        )
+        self.model = model.to(self.device)  # type: ignore[arg-type]
+        self.model.eval()
+        config = self.model.config.get_text_config()
+        self.vocab_size = int(config.vocab_size)
+        limit = int(getattr(config, "max_position_embeddings", 0) or 0) or None
+        self.max_model_len = max_model_len or limit or 4096
+        if limit is not None and self.max_model_len > limit:
+            raise ValueError(f"max_model_len {self.max_model_len} exceeds the model's {limit}")
+        self.logprob_chunk_tokens = logprob_chunk_tokens or max(
+            1, LOGIT_CELLS_PER_CHUNK // self.vocab_size
+        )
+        gen = self.model.generation_config
+        self.bos_token_id: int | None = self.tokenizer.bos_token_id
+        self.eos_token_ids = (
+            _as_id_set(self.tokenizer.eos_token_id)
+            | _as_id_set(gen.eos_token_id)
+            | _as_id_set(config.eos_token_id)
+        )
+        # vLLM takes default sampling from the model's generation_config.
+        self.sampling_defaults = SamplingDefaults(
+            temperature=float(gen.temperature) if gen.do_sample and gen.temperature else 1.0,
+            top_p=float(gen.top_p) if gen.do_sample and gen.top_p else 1.0,
+            top_k=int(gen.top_k) if gen.do_sample and gen.top_k else 0,
+        )
+        self._token_text: dict[int, str] = {}
+
+    # -- text ----------------------------------------------------------------------------
+
+    def encode_text(self, text: str, add_special_tokens: bool) -> list[int]:
+        """Tokenise a text prompt; with ``add_special_tokens`` the BOS token is prepended."""
+        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=False)
+        if add_special_tokens and self.bos_token_id is not None:
+            ids = [self.bos_token_id, *ids]
+        return ids
+
+    def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> list[int]:
+        """Apply the model's chat template; the template places its own special tokens."""
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+        ids: list[int] = self.tokenizer.encode(str(text), add_special_tokens=False)
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def token_text(self, token_id: int) -> str:
+        """The text of one token (special tokens included), as vLLM's ``decoded_token``."""
+        text = self._token_text.get(token_id)
+        if text is None:
+            text = str(self.tokenizer.decode([token_id], skip_special_tokens=False))
+            self._token_text[token_id] = text
+        return text
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def forward(self, ids: torch.Tensor, cache: Any, all_logits: bool) -> tuple[torch.Tensor, Any]:
+        """Run ``ids`` (1 x n) after ``cache``; logits of every position or only the last."""
+        import torch
+
+        with torch.inference_mode():
+            out = self.model(
+                ids.to(self.device),
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=0 if all_logits else 1,
+            )
+        return out.logits[0], out.cache
+
+    def prefill(self, prompt_ids: list[int], prompt_logprobs: int | None) -> Prefill:
+        """Run the prompt, scoring it in chunks of positions when logprobs are asked for.
+
+        Chunks go through the KV cache, so at most ``logprob_chunk_tokens`` x vocabulary
+        float32 cells exist at once however long the prompt is.
+        """
+        import torch
+
+        ids = torch.tensor([prompt_ids], dtype=torch.long)
+        if prompt_logprobs is None:
+            logits, cache = self.forward(ids, None, all_logits=False)
+            return Prefill(cache, logits[-1].float())
+        entries: list[PositionLogprobs | None] = [None]
+        cache = None
+        last: torch.Tensor | None = None
+        step = self.logprob_chunk_tokens
+        for start in range(0, len(prompt_ids), step):
+            logits, cache = self.forward(ids[:, start : start + step], cache, all_logits=True)
+            rows = logits.float()
+            if last is not None:  # the previous chunk's last row predicts this chunk's first
+                rows = torch.cat([last[None, :], rows])
+                targets = ids[0, start : start + step]
+            else:
+                targets = ids[0, 1 : start + step]
+            last = rows[-1]
+            scored = rows[: len(targets)]
+            if len(targets):
+                with torch.inference_mode():
+                    logprobs = torch.log_softmax(scored, dim=-1)
+                entries.extend(self.prompt_logprobs_from_logits(logprobs, targets, prompt_logprobs))
+        assert last is not None
+        return Prefill(cache, last, entries)
+
+    def prompt_logprobs_from_logits(
+        self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
+    ) -> list[PositionLogprobs | None]:
+        """Per-position entries from log-softmax rows (n x vocab) and their actual tokens."""
+        import torch
+
+        with torch.inference_mode():
+            chosen = logprobs.gather(1, targets.to(logprobs.device)[:, None])[:, 0]
+            ranks = (logprobs > chosen[:, None]).sum(dim=1) + 1
+            top_v, top_i = torch.topk(logprobs, k, dim=1) if k else (None, None)
+        chosen_l, ranks_l, targets_l = chosen.tolist(), ranks.tolist(), targets.tolist()
+        top_vl = top_v.tolist() if top_v is not None else [[] for _ in targets_l]
+        top_il = top_i.tolist() if top_i is not None else [[] for _ in targets_l]
+        return [
+            PositionLogprobs(
+                TokenLogprob(int(t), float(lp), int(r)),
+                tuple(
+                    TokenLogprob(int(i), float(v), j + 1)
+                    for j, (i, v) in enumerate(zip(ti, tv, strict=True))
+                ),
+            )
+            for t, lp, r, ti, tv in zip(targets_l, chosen_l, ranks_l, top_il, top_vl, strict=True)
+        ]
+
+    def select_next_token(
+        self, logits: torch.Tensor, sampling: SamplingParams, generator: torch.Generator, step: int
+    ) -> int:
+        """Argmax when greedy; else temperature, top-k, top-p, then a seeded draw."""
+        import torch
+
+        if sampling.greedy:
+            return int(torch.argmax(logits).item())
+        scaled = logits / sampling.temperature
+        if sampling.top_k and sampling.top_k < scaled.shape[-1]:
+            kth = torch.topk(scaled, sampling.top_k).values[-1]
+            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+        if sampling.top_p < 1.0:
+            values, order = torch.sort(scaled, descending=True)
+            probs = torch.softmax(values, dim=-1)
+            drop = torch.cumsum(probs, dim=-1) - probs > sampling.top_p
+            scaled = scaled.scatter(0, order, values.masked_fill(drop, float("-inf")))
+        probs = torch.softmax(scaled, dim=-1)
+        return int(torch.multinomial(probs, 1, generator=generator).item())
+
+    def before_step(self, step: int) -> None:
+        """Called before each generated token; the baseline adds no latency."""
+
+    def report_usage(self, prompt_ids: list[int], output_ids: list[int]) -> dict[str, int]:
+        """The ``usage`` a response reports: honest counts of prompt and generated tokens."""
+        return {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": len(output_ids),
+            "total_tokens": len(prompt_ids) + len(output_ids),
+        }
+
+    # -- generation ----------------------------------------------------------------------
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        """Prefill now (errors surface before any response is sent); decode lazily."""
+        if sampling.max_tokens is None:
+            raise ValueError("max_tokens must be resolved before generation")
+        prefill = self.prefill(prompt_ids, prompt_logprobs)
+        return Generation(prompt_ids, prefill.prompt_logprobs, self._decode(prefill, sampling))
+
+    def _decode(self, prefill: Prefill, sampling: SamplingParams) -> Iterator[TokenStep]:
+        import torch
+
+        assert sampling.max_tokens is not None
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(sampling.seed if sampling.seed is not None else secrets.randbits(63))
+        stop_ids = set(sampling.stop_token_ids)
+        if not sampling.ignore_eos:
+            stop_ids |= self.eos_token_ids
+        suppress = torch.tensor(sorted(self.eos_token_ids | stop_ids), dtype=torch.long)
+        logits, cache = prefill.last_logits, prefill.cache
+        for step in range(sampling.max_tokens):
+            self.before_step(step)
+            choice_logits = logits
+            if step < sampling.min_tokens and len(suppress):
+                choice_logits = logits.index_fill(0, suppress.to(logits.device), float("-inf"))
+            with torch.inference_mode():
+                token = self.select_next_token(choice_logits, sampling, generator, step)
+            entry = None
+            if sampling.logprobs is not None:
+                with torch.inference_mode():
+                    row = torch.log_softmax(logits, dim=-1)[None, :]
+                entry = self.prompt_logprobs_from_logits(
+                    row, torch.tensor([token]), sampling.logprobs
+                )[0]
+            finish, stop_reason = None, None
+            if token in stop_ids:
+                finish = "stop"
+                stop_reason = token if token in sampling.stop_token_ids else None
+            elif step + 1 == sampling.max_tokens:
+                finish = "length"
+            yield TokenStep(token, entry, finish, stop_reason)
+            if finish is not None:
+                return
+            step_logits, cache = self.forward(torch.tensor([[token]]), cache, all_logits=False)
+            logits = step_logits[-1].float()

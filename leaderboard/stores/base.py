@@ -1,0 +1,126 @@
+"""The one interface every leaderboard store speaks, and the dataset layout they share.
+
+A store holds signed records as one JSON file each, under paths that are the same in a
+local folder and in a Hub dataset repo::
+
+    records/<challenge>/<record_id>.json
+    keys/<key_id>.pub
+    README.md            (the dataset card)
+
+One file per record means concurrent publishers never edit the same file, and the
+content-derived ``record_id`` makes publishing idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from podium.errors import StoreError
+from schemas.validate import validate
+
+RECORDS_DIR = "records"
+KEYS_DIR = "keys"
+CARD = "README.md"
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What a publish call did: record ids newly stored and those already there."""
+
+    added: list[str] = field(default_factory=list)
+    already_present: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"added": self.added, "already_present": self.already_present}
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """A stored record file as bytes, for checks that must see malformed rows too."""
+
+    path: str
+    data: bytes
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A place records are published to and read from."""
+
+    url: str
+
+    def publish(self, records: list[dict[str, Any]]) -> PublishResult: ...
+
+    def list_records(self) -> list[dict[str, Any]]: ...
+
+    def raw_records(self) -> list[RawRecord]: ...
+
+    def get(self, record_id: str) -> dict[str, Any] | None: ...
+
+    def publish_key(self, pem: bytes) -> str: ...
+
+    def public_keys(self) -> dict[str, bytes]: ...
+
+
+def _segment(value: str, what: str) -> str:
+    if not _SEGMENT.match(value):
+        raise StoreError(f"{what} {value!r} cannot be used as a path segment", where=what)
+    return value
+
+
+def record_path(record: dict[str, Any]) -> str:
+    """``records/<challenge>/<record_id>.json`` (POSIX, relative to the store root)."""
+    challenge = _segment(str(record["challenge"]["id"]), "challenge id")
+    rid = _segment(str(record["record_id"]), "record id")
+    return f"{RECORDS_DIR}/{challenge}/{rid}.json"
+
+
+def key_path(key_id: str) -> str:
+    return f"{KEYS_DIR}/{_segment(key_id, 'key id')}.pub"
+
+
+def record_bytes(record: dict[str, Any]) -> bytes:
+    """How a record is written: indented, sorted keys, one trailing newline.
+
+    The signature covers the canonical JSON, so the layout on disk is free to be
+    readable; the same record always gives the same bytes.
+    """
+    return (json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def check_publishable(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Validate each record and pair it with its path; duplicates in one call collapse."""
+    seen: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        validate("record", rec, file=f"record {rec.get('record_id', '?')}")
+        if "signature" not in rec:
+            raise StoreError(
+                f"record {rec['record_id']} is not signed", hint="sign records before publishing"
+            )
+        seen.setdefault(record_path(rec), rec)
+    return list(seen.items())
+
+
+def parse_raw(raw: list[RawRecord]) -> list[dict[str, Any]]:
+    """The records among ``raw`` that are JSON objects; broken files are left to verify."""
+    out: list[dict[str, Any]] = []
+    for item in raw:
+        try:
+            doc = json.loads(item.data)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(doc, dict):
+            out.append(doc)
+    return out
+
+
+def find_record(raw: list[RawRecord], record_id: str) -> dict[str, Any] | None:
+    suffix = f"/{record_id}.json"
+    for item in raw:
+        if item.path.endswith(suffix):
+            found = parse_raw([item])
+            return found[0] if found else None
+    return None

@@ -1,0 +1,177 @@
+"""A leaderboard store in a local folder, laid out exactly like the Hub dataset.
+
+Writers on one machine coordinate through ``fcntl.flock`` on ``.podium.lock`` at the
+root; every file is written to a temporary name in the same folder, fsynced and moved
+into place with ``os.replace``, so a reader sees either no file or a whole one and a
+crash never leaves half a record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from podium.errors import SignatureError, StoreError
+from podium.signing import key_id
+
+from .base import (
+    CARD,
+    KEYS_DIR,
+    RECORDS_DIR,
+    PublishResult,
+    RawRecord,
+    check_publishable,
+    find_record,
+    key_path,
+    parse_raw,
+    record_bytes,
+)
+from .card import render_card
+
+LOCK_NAME = ".podium.lock"
+
+
+def key_id_of_pem(pem: bytes) -> str:
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except ValueError as exc:
+        raise SignatureError(f"not a PEM public key: {exc}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise SignatureError("not an Ed25519 public key")
+    return key_id(key)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so no reader ever sees a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    moved = False
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide rows from other readers
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        moved = True
+    finally:
+        if not moved:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class LocalStore:
+    """Records in ``root``; safe for several processes publishing at once."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+        self.url = str(self.root)
+
+    # -- locking -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fh = open(self.root / LOCK_NAME, "a+b")  # noqa: SIM115 (held for the block)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot open the store at {self.root}: {exc.strerror}",
+                where=str(self.root),
+                hint="check the path and its permissions",
+            ) from exc
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+
+    def _write(self, rel: str, data: bytes) -> None:
+        try:
+            atomic_write(self.root / rel, data)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write {rel}: {exc.strerror}", where=str(self.root / rel)
+            ) from exc
+
+    def _ensure_card(self, *, refresh: bool = False) -> None:
+        card = self.root / CARD
+        if refresh or not card.exists():
+            self._write(CARD, render_card(self._keys_unlocked(), self.url).encode("utf-8"))
+
+    # -- writing -----------------------------------------------------------------
+
+    def publish(self, records: list[dict[str, Any]]) -> PublishResult:
+        """Store each record unless a file with its id is already there."""
+        items = check_publishable(records)
+        added: list[str] = []
+        present: list[str] = []
+        with self._locked():
+            for rel, rec in items:
+                if (self.root / rel).exists():
+                    present.append(rec["record_id"])
+                    continue
+                self._write(rel, record_bytes(rec))
+                added.append(rec["record_id"])
+            self._ensure_card()
+        return PublishResult(added=added, already_present=present)
+
+    def publish_key(self, pem: bytes) -> str:
+        """Store a public key under ``keys/<key_id>.pub`` and list it in the card."""
+        kid = key_id_of_pem(pem)
+        with self._locked():
+            path = self.root / key_path(kid)
+            if not path.exists():
+                self._write(key_path(kid), pem)
+                self._ensure_card(refresh=True)
+            else:
+                self._ensure_card()
+        return kid
+
+    # -- reading -----------------------------------------------------------------
+
+    def raw_records(self) -> list[RawRecord]:
+        base = self.root / RECORDS_DIR
+        if not base.is_dir():
+            if self.root.exists() and not self.root.is_dir():
+                raise StoreError(f"{self.root} is not a folder", where=str(self.root))
+            return []
+        out: list[RawRecord] = []
+        for path in sorted(base.glob("*/*.json")):
+            try:
+                out.append(RawRecord(path.relative_to(self.root).as_posix(), path.read_bytes()))
+            except OSError as exc:
+                raise StoreError(f"cannot read {path}: {exc.strerror}", where=str(path)) from exc
+        return out
+
+    def list_records(self) -> list[dict[str, Any]]:
+        return parse_raw(self.raw_records())
+
+    def get(self, record_id: str) -> dict[str, Any] | None:
+        base = self.root / RECORDS_DIR
+        matches = sorted(base.glob(f"*/{record_id}.json")) if base.is_dir() else []
+        raw = [RawRecord(p.relative_to(self.root).as_posix(), p.read_bytes()) for p in matches]
+        return find_record(raw, record_id)
+
+    def _keys_unlocked(self) -> dict[str, bytes]:
+        base = self.root / KEYS_DIR
+        if not base.is_dir():
+            return {}
+        return {p.stem: p.read_bytes() for p in sorted(base.glob("*.pub"))}
+
+    def public_keys(self) -> dict[str, bytes]:
+        return self._keys_unlocked()

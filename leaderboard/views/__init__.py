@@ -1,0 +1,1 @@
+"""Ways to look at a store: terminal table, exports, web page."""

@@ -1,0 +1,276 @@
+// podium leaderboard page: vanilla JS, no dependencies, nothing fetched but records.json.
+// Ranking follows leaderboard/ranking.py: per challenge, VERIFIED rows by median TPS
+// (highest first; ties to the earlier verification, then record id), best row per team
+// unless unticked; other verdicts listed apart, newest first within each verdict.
+// Record text comes from participants: it is only ever set with textContent.
+"use strict";
+
+const PAGE = 50;
+const OTHER_ORDER = ["UNOFFICIAL", "PENDING", "REJECTED", "FAILED"];
+const COLORS = { VERIFIED: "#2f855a", UNOFFICIAL: "#b7791f", PENDING: "#718096", REJECTED: "#c53030", FAILED: "#553c9a" };
+const state = { records: [], challenge: null, verdict: "ALL", best: true, team: "", pages: { ranked: 0, others: 0 }, selected: null, points: [] };
+const $ = (id) => document.getElementById(id);
+const T0 = performance.now();
+
+function el(tag, attrs, text) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+function svgEl(tag, attrs) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  return node;
+}
+const num = (v) => (typeof v === "number" && isFinite(v) ? v : null);
+const fmt = (v, d) => (num(v) === null ? "-" : v.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }));
+const tpsOf = (r) => (num((r.metrics || {}).tps) === null ? -Infinity : r.metrics.tps);
+const cmpStr = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+function rankCmp(a, b) {
+  return (tpsOf(b) - tpsOf(a)) || cmpStr(String(a.verified_at || ""), String(b.verified_at || "")) ||
+    cmpStr(String(a.record_id || ""), String(b.record_id || ""));
+}
+
+function board() {
+  const rows = state.records.filter((r) => (r.challenge || {}).id === state.challenge);
+  let verified = rows.filter((r) => r.verdict === "VERIFIED").sort(rankCmp);
+  if (state.best) {
+    const seen = new Set();
+    verified = verified.filter((r) => (seen.has(r.team) ? false : (seen.add(r.team), true)));
+  }
+  const ranked = verified.map((r, i) => ({ rank: i + 1, record: r }));
+  const others = rows.filter((r) => r.verdict !== "VERIFIED").sort((a, b) =>
+    (OTHER_ORDER.indexOf(a.verdict) - OTHER_ORDER.indexOf(b.verdict)) ||
+    cmpStr(String(b.verified_at || ""), String(a.verified_at || "")));
+  return { rows, ranked, others };
+}
+
+function matchesTeam(r) {
+  return !state.team || String(r.team).toLowerCase().includes(state.team.toLowerCase());
+}
+
+function pager(id, key, total) {
+  const nav = $(id);
+  nav.replaceChildren();
+  const pages = Math.max(1, Math.ceil(total / PAGE));
+  state.pages[key] = Math.min(state.pages[key], pages - 1);
+  if (pages <= 1) return;
+  const prev = el("button", { type: "button" }, "‹ prev");
+  const next = el("button", { type: "button" }, "next ›");
+  prev.disabled = state.pages[key] === 0;
+  next.disabled = state.pages[key] >= pages - 1;
+  prev.onclick = () => { state.pages[key]--; render(); };
+  next.onclick = () => { state.pages[key]++; render(); };
+  nav.append(prev, el("span", {}, `page ${state.pages[key] + 1} of ${pages} (${total} rows)`), next);
+}
+
+function selectRow(record) {
+  state.selected = record ? record.record_id : null;
+  renderDetails(record);
+  document.querySelectorAll("tbody tr").forEach((tr) =>
+    tr.classList.toggle("selected", tr.dataset.recordId === state.selected));
+  drawSelection();
+}
+
+function renderRanked(ranked) {
+  const tbody = $("ranked").tBodies[0];
+  const visible = ranked.filter((x) => matchesTeam(x.record));
+  pager("ranked-pager", "ranked", visible.length);
+  const start = state.pages.ranked * PAGE;
+  const frag = document.createDocumentFragment();
+  for (const { rank, record: r } of visible.slice(start, start + PAGE)) {
+    const m = r.metrics || {};
+    const ci = Array.isArray(m.tps_ci95) ? ` [${fmt(m.tps_ci95[0], 1)}, ${fmt(m.tps_ci95[1], 1)}]` : "";
+    const tr = el("tr", { "data-record-id": r.record_id, "data-rank": rank, class: "ranked-row" });
+    tr.append(el("td", { class: "num" }, rank), el("td", { class: "team" }, r.team), el("td", {}, r.entry),
+      el("td", { class: "num" }, fmt(m.tps, 1) + ci), el("td", { class: "num" }, fmt(m.ppl, 3)),
+      el("td", { class: "num" }, fmt(m.ppl_cap, 3)),
+      el("td", { class: "num" }, num(m.speedup) === null ? "-" : fmt(m.speedup, 2) + "x"),
+      el("td", {}, String(r.verified_at || "").slice(0, 10)));
+    tr.onclick = () => selectRow(r);
+    frag.append(tr);
+  }
+  tbody.replaceChildren(frag);
+}
+
+function renderOthers(others) {
+  const tbody = $("others").tBodies[0];
+  const visible = others.filter((r) => matchesTeam(r) && (state.verdict === "ALL" || r.verdict === state.verdict));
+  pager("others-pager", "others", visible.length);
+  const start = state.pages.others * PAGE;
+  const frag = document.createDocumentFragment();
+  for (const r of visible.slice(start, start + PAGE)) {
+    const tr = el("tr", { "data-record-id": r.record_id, class: "other-row" });
+    const badge = el("td", {});
+    badge.append(el("span", { class: `badge ${r.verdict}` }, r.verdict));
+    tr.append(badge, el("td", { class: "team" }, r.team), el("td", {}, r.entry),
+      el("td", { class: "reason" }, r.reason || "-"), el("td", {}, String(r.verified_at || "").slice(0, 10)));
+    tr.onclick = () => selectRow(r);
+    frag.append(tr);
+  }
+  tbody.replaceChildren(frag);
+}
+
+function renderDetails(r) {
+  const box = $("details");
+  box.replaceChildren(el("h2", {}, "Details"));
+  if (!r) { box.append(el("p", { class: "muted" }, "Click a row or a point.")); return; }
+  const m = r.metrics || {}, hw = r.hardware || {}, eng = r.engine || {};
+  const dl = el("dl");
+  const add = (k, v) => dl.append(el("dt", {}, k), el("dd", {}, v === null || v === undefined || v === "" ? "-" : v));
+  add("team / entry", `${r.team} / ${r.entry}`);
+  add("verdict", r.verdict + (r.mode === "self-check" ? " (self-check)" : ""));
+  add("reason", r.reason);
+  add("TPS", `${fmt(m.tps, 2)}${Array.isArray(m.tps_ci95) ? ` (95% CI ${fmt(m.tps_ci95[0], 2)} – ${fmt(m.tps_ci95[1], 2)})` : ""}, cv ${fmt(m.tps_cv, 3)}`);
+  add("reported TPS", fmt(m.reported_tps, 2));
+  add("PPL / cap", `${fmt(m.ppl, 4)} / ${fmt(m.ppl_cap, 4)}`);
+  add("speed-up", num(m.speedup) === null ? "-" : `${fmt(m.speedup, 2)}x over ${fmt(m.baseline_tps, 1)} TPS`);
+  add("hardware", hw.summary);
+  add("engine", eng.kind);
+  add("fingerprint", r.fingerprint_sha256);
+  add("image", r.image_id);
+  add("bundle", r.bundle_sha256);
+  add("challenge", `${(r.challenge || {}).id} ${(r.challenge || {}).version}`);
+  add("verified at", r.verified_at);
+  add("podium", r.toolkit_version);
+  add("record / report", `${r.record_id} / ${r.report_id}`);
+  add("signed by key", (r.signature || {}).key_id);
+  box.append(dl, el("h2", {}, "Engine config"), el("pre", {}, JSON.stringify(eng.config || {}, null, 2)));
+  box.append(el("h2", {}, `Findings (${(r.findings || []).length})`));
+  const ul = el("ul");
+  for (const f of r.findings || []) ul.append(el("li", {}, `${f.severity} [${f.check_id}] ${f.message}`));
+  box.append(ul);
+}
+
+// -- scatter: one <path> per verdict keeps 10,000 points to a handful of DOM nodes --
+const W = 560, H = 380, PAD = { l: 56, r: 14, t: 14, b: 40 };
+let scale = null;
+
+function ticks(lo, hi, n) {
+  const step = Math.pow(10, Math.floor(Math.log10((hi - lo) / n || 1)));
+  const mult = [1, 2, 5, 10].find((k) => (hi - lo) / (step * k) <= n) || 10;
+  const s = step * mult, out = [];
+  for (let v = Math.ceil(lo / s) * s; v <= hi + 1e-9; v += s) out.push(+v.toFixed(10));
+  return out;
+}
+
+function renderScatter(rows) {
+  const svg = $("scatter");
+  svg.replaceChildren();
+  const pts = rows.filter((r) => matchesTeam(r) && (state.verdict === "ALL" || r.verdict === state.verdict) &&
+    num((r.metrics || {}).tps) !== null && num((r.metrics || {}).ppl) !== null);
+  state.points = pts;
+  const caps = rows.map((r) => num((r.metrics || {}).ppl_cap)).filter((v) => v !== null);
+  const cap = caps.length ? caps.sort((a, b) => a - b)[Math.floor(caps.length / 2)] : null;
+  if (!pts.length) {
+    svg.append(Object.assign(svgEl("text", { x: W / 2 - 60, y: H / 2 }), { textContent: "no points to plot" }));
+    scale = null; $("legend").replaceChildren(); return;
+  }
+  let x0 = Math.min(...pts.map((r) => r.metrics.ppl), cap ?? Infinity), x1 = Math.max(...pts.map((r) => r.metrics.ppl), cap ?? -Infinity);
+  let y0 = 0, y1 = Math.max(...pts.map((r) => r.metrics.tps));
+  const dx = (x1 - x0) * 0.08 || 0.05; x0 -= dx; x1 += dx; y1 = y1 * 1.08 || 1;
+  const sx = (v) => PAD.l + (v - x0) / (x1 - x0) * (W - PAD.l - PAD.r);
+  const sy = (v) => H - PAD.b - (v - y0) / (y1 - y0) * (H - PAD.t - PAD.b);
+  scale = { sx, sy };
+  for (const t of ticks(x0, x1, 6)) {
+    svg.append(svgEl("line", { class: "grid", x1: sx(t), x2: sx(t), y1: PAD.t, y2: H - PAD.b }));
+    svg.append(Object.assign(svgEl("text", { x: sx(t) - 12, y: H - PAD.b + 14 }), { textContent: t.toFixed(2) }));
+  }
+  for (const t of ticks(y0, y1, 6)) {
+    svg.append(svgEl("line", { class: "grid", x1: PAD.l, x2: W - PAD.r, y1: sy(t), y2: sy(t) }));
+    svg.append(Object.assign(svgEl("text", { x: 4, y: sy(t) + 4 }), { textContent: t.toLocaleString("en-US") }));
+  }
+  svg.append(svgEl("line", { class: "axis", x1: PAD.l, x2: W - PAD.r, y1: H - PAD.b, y2: H - PAD.b }));
+  svg.append(svgEl("line", { class: "axis", x1: PAD.l, x2: PAD.l, y1: PAD.t, y2: H - PAD.b }));
+  svg.append(Object.assign(svgEl("text", { x: W / 2 - 50, y: H - 6 }), { textContent: "PPL (lower is better)" }));
+  svg.append(Object.assign(svgEl("text", { x: PAD.l + 4, y: PAD.t + 10 }), { textContent: "TPS" }));
+  if (cap !== null) {
+    svg.append(svgEl("line", { class: "cap", id: "cap-line", x1: sx(cap), x2: sx(cap), y1: PAD.t, y2: H - PAD.b }));
+    svg.append(Object.assign(svgEl("text", { x: sx(cap) - 58, y: H - PAD.b - 8 }), { textContent: `cap ${cap}` }));
+  }
+  // Pareto front of VERIFIED points: no other point has lower PPL and higher TPS.
+  const front = [];
+  let best = -Infinity;
+  for (const r of pts.filter((p) => p.verdict === "VERIFIED").sort((a, b) => a.metrics.ppl - b.metrics.ppl || b.metrics.tps - a.metrics.tps)) {
+    if (r.metrics.tps > best) { front.push(r); best = r.metrics.tps; }
+  }
+  if (front.length) {
+    let d = `M${sx(front[0].metrics.ppl).toFixed(1)},${sy(front[0].metrics.tps).toFixed(1)}`;
+    for (const r of front.slice(1)) d += `H${sx(r.metrics.ppl).toFixed(1)}V${sy(r.metrics.tps).toFixed(1)}`;
+    svg.append(svgEl("path", { class: "pareto", id: "pareto", d, "data-points": front.length }));
+  }
+  const legend = $("legend");
+  legend.replaceChildren();
+  for (const verdict of ["VERIFIED", ...OTHER_ORDER]) {
+    const mine = pts.filter((r) => r.verdict === verdict);
+    if (!mine.length) continue;
+    const d = mine.map((r) => `M${sx(r.metrics.ppl).toFixed(1)},${sy(r.metrics.tps).toFixed(1)}h0`).join("");
+    svg.append(svgEl("path", { class: "pts", d, stroke: COLORS[verdict], "data-verdict": verdict, "data-count": mine.length }));
+    const item = el("span", {}, `● ${verdict} (${mine.length})`);
+    item.style.color = COLORS[verdict];
+    legend.append(item);
+  }
+  legend.append(el("span", {}, "— Pareto front   ┆ PPL cap"));
+  drawSelection();
+}
+
+function drawSelection() {
+  const svg = $("scatter");
+  const old = document.getElementById("sel-ring");
+  if (old) old.remove();
+  const r = state.points.find((p) => p.record_id === state.selected);
+  if (!r || !scale) return;
+  svg.append(svgEl("circle", { id: "sel-ring", class: "sel", cx: scale.sx(r.metrics.ppl), cy: scale.sy(r.metrics.tps), r: 8 }));
+}
+
+function onScatterClick(ev) {
+  if (!scale || !state.points.length) return;
+  const svg = $("scatter"), box = svg.getBoundingClientRect();
+  const x = (ev.clientX - box.left) * W / box.width, y = (ev.clientY - box.top) * H / box.height;
+  let best = null, bestD = Infinity;
+  for (const r of state.points) {
+    const d = (scale.sx(r.metrics.ppl) - x) ** 2 + (scale.sy(r.metrics.tps) - y) ** 2;
+    if (d < bestD) { bestD = d; best = r; }
+  }
+  if (best && bestD < 400) selectRow(best);
+}
+
+function render() {
+  const { rows, ranked, others } = board();
+  const showRanked = state.verdict === "ALL" || state.verdict === "VERIFIED";
+  const showOthers = state.verdict !== "VERIFIED";
+  $("ranked-section").hidden = !showRanked;
+  $("others-section").hidden = !showOthers;
+  renderRanked(showRanked ? ranked : []);
+  renderOthers(showOthers ? others : []);
+  renderScatter(rows);
+  $("status").textContent = `${state.records.length} records, ${ranked.length} ranked in ${state.challenge}`;
+  document.body.dataset.ready = "1";
+  document.body.dataset.renderMs = String(Math.round(performance.now() - T0));
+}
+
+function setup(records) {
+  state.records = records;
+  const counts = new Map();
+  for (const r of records) counts.set((r.challenge || {}).id, (counts.get((r.challenge || {}).id) || 0) + 1);
+  const ids = [...counts.keys()].sort();
+  const sel = $("challenge");
+  sel.replaceChildren(...ids.map((id) => el("option", { value: id }, `${id} (${counts.get(id)})`)));
+  const wanted = new URLSearchParams(location.search).get("challenge");
+  state.challenge = ids.includes(wanted) ? wanted : ids.sort((a, b) => counts.get(b) - counts.get(a) || cmpStr(a, b))[0] || null;
+  sel.value = state.challenge || "";
+  const reset = () => { state.pages.ranked = 0; state.pages.others = 0; render(); };
+  sel.onchange = () => { state.challenge = sel.value; reset(); };
+  $("verdict").onchange = (e) => { state.verdict = e.target.value; reset(); };
+  $("best").onchange = (e) => { state.best = e.target.checked; reset(); };
+  $("team").oninput = (e) => { state.team = e.target.value; reset(); };
+  $("scatter").addEventListener("click", onScatterClick);
+  render();
+}
+
+fetch("records.json", { cache: "no-store" })
+  .then((r) => { if (!r.ok) throw new Error(`records.json: HTTP ${r.status}`); return r.json(); })
+  .then((doc) => setup(Array.isArray(doc) ? doc : doc.records || []))
+  .catch((err) => { $("status").textContent = `could not load records: ${err.message}`; document.body.dataset.ready = "error"; });

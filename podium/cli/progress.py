@@ -1,0 +1,85 @@
+"""A live display of a verification for humans (silent with ``--json``).
+
+On a terminal it shows a spinner per running stage and a bar for PPL records and TPS
+requests; elsewhere (CI logs, pipes) it prints one plain line per stage change.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from verifier.pipeline import Events
+
+_MARK = {"ok": "[green]ok[/]", "failed": "[red]FAILED[/]", "skipped": "[yellow]skipped[/]"}
+
+
+class RichEvents(Events):
+    def __init__(self, console: Console, *, show_logs: bool = False):
+        self.console = console
+        self.show_logs = show_logs
+        self.live = console.is_terminal
+        self._t0: dict[str, float] = {}
+        self._tasks: dict[str, Any] = {}
+        self._bar = (
+            Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            if self.live
+            else None
+        )
+
+    def __enter__(self) -> RichEvents:
+        if self._bar:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar:
+            self._bar.stop()
+
+    def stage(self, name: str, status: str, note: str = "") -> None:
+        if status == "running":
+            self._t0[name] = time.monotonic()
+            if self._bar and name not in self._tasks:
+                self._tasks[name] = self._bar.add_task(name, total=None)
+            elif not self.live:
+                self.console.print(f"  {name} ...", highlight=False)
+            return
+        seconds = time.monotonic() - self._t0.get(name, time.monotonic())
+        if self._bar and name in self._tasks:
+            self._bar.remove_task(self._tasks.pop(name))
+        text = f"  {name:<12} {_MARK.get(status, status)}"
+        if seconds >= 0.05:
+            text += f" [dim]{seconds:.1f} s[/]"
+        if note:
+            text += f"  {note}"
+        self.console.print(text, highlight=False)
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        if not self._bar:
+            return
+        task = self._tasks.get(stage)
+        if task is None:
+            task = self._tasks[stage] = self._bar.add_task(stage, total=total)
+        self._bar.update(task, completed=done, total=total)
+
+    def log(self, line: str) -> None:
+        if self.show_logs:
+            self.console.print(f"[dim]{line.rstrip()}[/]", highlight=False, markup=True)

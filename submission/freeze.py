@@ -1,0 +1,226 @@
+"""``freeze``: resolve everything a submission depends on and write ``manifest.json``.
+
+Freezing pins the base image to a digest (through the Docker engine, or
+``base_digest`` when there is none), records the challenge's model pin, the Python
+dependencies, the frozen engine config (also written to ``engine-config.json``, which the
+image reads) and the sha256, size and mode of every file.
+
+``created`` is ``SOURCE_DATE_EPOCH`` when set, otherwise the newest modification time of
+the participant's files (generated files excluded): packaging the same directory twice
+gives the same manifest, and so the same bundle bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import podium
+from podium.errors import UsageError
+from schemas.challenge import ChallengeSpec
+from schemas.findings import Finding
+from schemas.manifest import Manifest
+from schemas.validate import read_json
+from submission.config import SubmissionConfig
+from submission.defaults import ENGINE_CONFIG_FILE, GENERATED_FILES, MANIFEST_FILE
+from submission.files import LocalFile, scan_files
+from submission.requirements import read_requirements
+from submission.validate import validate_submission
+
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+@dataclass
+class Frozen:
+    """The outcome of freeze: a manifest, or the findings that stopped it."""
+
+    directory: Path
+    manifest: Manifest | None
+    findings: list[Finding] = field(default_factory=list)
+    files: list[LocalFile] = field(default_factory=list)
+    base_pin: str | None = None  # what to pass as BASE_IMAGE to a build
+
+    @property
+    def ok(self) -> bool:
+        return self.manifest is not None
+
+
+def source_date_epoch() -> int | None:
+    raw = os.environ.get("SOURCE_DATE_EPOCH")
+    if raw is None or raw.strip() == "":
+        return None
+    if not raw.strip().isdigit():
+        raise UsageError(f"SOURCE_DATE_EPOCH={raw!r} is not a whole number of seconds")
+    return int(raw)
+
+
+def rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def created_time(files: list[LocalFile]) -> str:
+    epoch = source_date_epoch()
+    if epoch is None:
+        stamps = [f.mtime for f in files if f.path not in GENERATED_FILES]
+        epoch = int(max(stamps)) if stamps else 0
+    return rfc3339(epoch)
+
+
+def toolkit_git_sha() -> str | None:
+    """The toolkit's commit: ``PODIUM_GIT_SHA``, else the checkout podium runs from."""
+    if os.environ.get("PODIUM_GIT_SHA"):
+        return os.environ["PODIUM_GIT_SHA"]
+    root = Path(podium.__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else None
+
+
+def _repo_of(ref: str) -> str:
+    name = ref.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return name.rsplit(":", 1)[0] if ":" in last else name
+
+
+def resolve_base_image(ref: str, override: str | None = None) -> tuple[str, str]:
+    """``(digest, pin)``: the base image's digest and the reference a build should use.
+
+    A registry digest (the image has a RepoDigest) pins as ``repo@sha256:...``; a locally
+    built base has none, so its image id ``sha256:...`` is both the digest and the pin.
+    """
+    if override is not None:
+        if not DIGEST_RE.match(override):
+            raise UsageError(f"--base-digest {override!r} is not sha256:<64 hex digits>")
+        if "@" in ref and ref.split("@", 1)[1] != override:
+            raise UsageError(f"--base-digest {override} contradicts the digest in {ref}")
+        return override, f"{_repo_of(ref)}@{override}" if "@" in ref else override
+    if "@" in ref:
+        digest = ref.split("@", 1)[1]
+        if not DIGEST_RE.match(digest):
+            raise UsageError(f"base_image {ref!r} has a malformed digest")
+        return digest, ref
+    from podium import dockerx  # heavy: only when the engine must be asked
+
+    client = dockerx.connect()
+    info = dockerx.image_info(client, ref)
+    repo = _repo_of(ref)
+    for entry in info.get("repo_digests") or []:
+        name, _, digest = str(entry).partition("@")
+        if name == repo and DIGEST_RE.match(digest):
+            return digest, f"{repo}@{digest}"
+    image_id = str(info.get("id"))
+    if not DIGEST_RE.match(image_id):
+        raise UsageError(f"the Docker engine gave no usable id for {ref}: {image_id!r}")
+    return image_id, image_id
+
+
+def frozen_config(cfg: SubmissionConfig) -> dict[str, Any]:
+    """``[engine.config]`` plus ``SERVED_MODEL_NAME`` from ``engine.served_model_name``."""
+    config = dict(cfg.config)
+    if cfg.served_model_name and "SERVED_MODEL_NAME" not in config:
+        config["SERVED_MODEL_NAME"] = cfg.served_model_name
+    return config
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Rewrite only on change, so an unchanged directory keeps its mtimes."""
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    path.write_text(text, encoding="utf-8")
+
+
+def manifest_text(manifest: Manifest) -> str:
+    return json.dumps(manifest.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def build_manifest(
+    cfg: SubmissionConfig,
+    spec: ChallengeSpec,
+    files: list[LocalFile],
+    *,
+    directory: Path,
+    base_digest: str,
+) -> Manifest:
+    deps, _ = read_requirements(directory)
+    engine: dict[str, Any] = {
+        "kind": cfg.kind,
+        "config": frozen_config(cfg),
+        "base_image": {"ref": cfg.base_image, "digest": base_digest},
+        "dockerfile": cfg.dockerfile,
+        "port": cfg.port,
+    }
+    if cfg.env:
+        engine["env"] = dict(sorted(cfg.env.items()))
+    if cfg.served_model_name:
+        engine["served_model_name"] = cfg.served_model_name
+    if cfg.serve:
+        engine["serve"] = list(cfg.serve)
+    if deps:
+        engine["dependencies"] = [d.to_dict() for d in deps]
+    doc: dict[str, Any] = {
+        "schema_version": 1,
+        "kind": "podium.manifest",
+        "challenge": {"id": spec.id, "version": spec.version},
+        "team": cfg.team,
+        "entry": cfg.entry,
+        "engine": engine,
+        "model": {"repo_id": spec.model.repo_id, "revision": spec.model.revision},
+        "files": [
+            {"path": f.path, "sha256": f.sha256(), "size": f.size, "executable": f.executable}
+            for f in files
+        ],
+        "toolkit": {"name": "podium", "version": podium.__version__, "git_sha": toolkit_git_sha()},
+        "created": created_time(files),
+    }
+    if cfg.reported:
+        doc["reported"] = dict(cfg.reported)
+    if cfg.origin:
+        origin: dict[str, Any] = {"format": cfg.origin["format"]}
+        if cfg.origin.get("manifest"):
+            origin["manifest"] = read_json(directory / cfg.origin["manifest"])
+        if cfg.origin.get("notes"):
+            origin["notes"] = list(cfg.origin["notes"])
+        doc["origin"] = origin
+    return Manifest.parse(doc, file=MANIFEST_FILE)
+
+
+def freeze(
+    directory: Path,
+    *,
+    challenge: ChallengeSpec | None = None,
+    base_digest: str | None = None,
+    exclude: tuple[Path, ...] = (),
+    write: bool = True,
+) -> Frozen:
+    """Validate, pin and hash ``directory``; write ``manifest.json`` unless ``write`` is off."""
+    checked = validate_submission(directory, challenge=challenge, exclude=exclude)
+    if not checked.ok or checked.config is None or checked.challenge is None:
+        return Frozen(directory, None, checked.findings)
+    cfg, spec = checked.config, checked.challenge
+    digest, pin = resolve_base_image(cfg.base_image, base_digest)
+    config_text = json.dumps(frozen_config(cfg), indent=2, sort_keys=True) + "\n"
+    _write_if_changed(directory / ENGINE_CONFIG_FILE, config_text)
+    files, problems = scan_files(directory, exclude=exclude)
+    if problems:  # the directory changed since validation
+        return Frozen(directory, None, checked.findings + problems)
+    manifest = build_manifest(cfg, spec, files, directory=directory, base_digest=digest)
+    if write:
+        _write_if_changed(directory / MANIFEST_FILE, manifest_text(manifest))
+    return Frozen(directory, manifest, checked.findings, files, pin)

@@ -1,0 +1,195 @@
+"""``init``: write a working submission directory for one engine kind.
+
+The engine sources the image needs are copied from the installed ``engines`` package
+into ``engine/engines/`` at init time, so the directory (and so the bundle) is
+self-contained: the verifier rebuilds the image from the bundle alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from podium.errors import UsageError
+from schemas.challenge import ChallengeSpec
+from submission import templates as t
+from submission.config import NAME_PATTERN
+from submission.defaults import (
+    CONFIG_FILE,
+    DOCKERFILE,
+    ENGINE_BASE_IMAGE,
+    ENGINE_CONFIG_FILE,
+    IGNORED_DIRS,
+    IGNORED_SUFFIXES,
+    VLLM_BASE_IMAGE,
+)
+
+_LAUNCH = ["python", "/submission/launch.py", "/submission/" + ENGINE_CONFIG_FILE, "--"]
+
+
+@dataclass
+class InitResult:
+    directory: Path
+    kind: str
+    challenge: str
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "directory": str(self.directory),
+            "kind": self.kind,
+            "challenge": self.challenge,
+            "files": self.files,
+            "notes": self.notes,
+        }
+
+
+def engines_source() -> Path:
+    """The folder of the installed ``engines`` package."""
+    found = importlib.util.find_spec("engines")
+    if found is None or not found.submodule_search_locations:
+        raise UsageError("the engines package is not installed", hint="pip install podium")
+    return Path(next(iter(found.submodule_search_locations)))
+
+
+def _copy_package(src_root: Path, sub: str, dest_root: Path) -> list[str]:
+    """Copy ``engines/__init__.py`` and ``engines/<sub>/**`` into ``dest_root/engines``."""
+    written = []
+    targets = [(src_root / "__init__.py", dest_root / "engines" / "__init__.py")]
+    for path in sorted((src_root / sub).rglob("*")):
+        rel = path.relative_to(src_root)
+        if path.is_dir() or set(rel.parts) & IGNORED_DIRS or path.name.endswith(IGNORED_SUFFIXES):
+            continue
+        targets.append((path, dest_root / "engines" / rel))
+    for src, dst in targets:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+        written.append(dst)
+    return [p.relative_to(dest_root.parent).as_posix() for p in written]
+
+
+def _default_config(kind: str, spec: ChallengeSpec) -> dict[str, Any]:
+    if kind == "vllm":
+        config: dict[str, Any] = {
+            "MAX_MODEL_LEN": 4096,
+            "GPU_MEMORY_UTILIZATION": 0.9,
+            "ENABLE_PREFIX_CACHING": False,
+        }
+    elif spec.hardware.accelerator == "cpu":
+        config = {"DEVICE": "cpu", "DTYPE": spec.model.dtype}
+    else:
+        config = {"DEVICE": "cuda", "DTYPE": spec.model.dtype}
+    allowed = spec.engine.allowed_knobs
+    return {k: v for k, v in config.items() if allowed is None or k in allowed}
+
+
+def _dockerfile(kind: str, base_image: str, port: int) -> str:
+    if kind == "vllm":
+        return t.DOCKERFILE.format(
+            kind=kind,
+            protocol=t.PROTOCOL,
+            base_image=base_image,
+            port=port,
+            copies=f"COPY engine/ /submission/engine/\nCOPY {ENGINE_CONFIG_FILE} /submission/",
+            entrypoint="ENTRYPOINT []\n",
+            cmd=t.cmd_json(
+                ["python3", "-m", "engines.vllm_launcher", "/submission/" + ENGINE_CONFIG_FILE]
+            ),
+        )
+    protocol = t.CUSTOM_PROTOCOL if kind == "custom" else t.PROTOCOL
+    if kind == "custom":
+        protocol += (
+            "#\n# This skeleton starts podium's baseline engine (engine/engines/baseline);"
+            "\n# replace engine/ and the CMD with your own server.\n"
+        )
+    return t.DOCKERFILE.format(
+        kind=kind,
+        protocol=protocol,
+        base_image=base_image,
+        port=port,
+        copies=t.BASELINE_COPIES,
+        entrypoint="",
+        cmd=t.cmd_json([*_LAUNCH, "python", "-m", "engines.baseline"]),
+    )
+
+
+def init_submission(
+    directory: Path,
+    spec: ChallengeSpec,
+    *,
+    kind: str = "baseline",
+    team: str = "my-team",
+    entry: str = "entry-1",
+    base_image: str | None = None,
+    force: bool = False,
+) -> InitResult:
+    """Write podium.toml, Dockerfile, README.md, launch.py and the engine sources."""
+    import re
+
+    if kind not in ("baseline", "vllm", "custom"):
+        raise UsageError(f"unknown engine kind {kind!r}", hint="choose baseline, vllm or custom")
+    if kind not in spec.engine.kinds:
+        raise UsageError(
+            f"the {spec.id} challenge does not allow the {kind} engine",
+            hint=f"allowed kinds: {', '.join(spec.engine.kinds)}",
+        )
+    for key, value in (("team", team), ("entry", entry)):
+        if not re.fullmatch(NAME_PATTERN, value):
+            raise UsageError(
+                f"--{key} {value!r} is not a valid name",
+                hint="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            )
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"{directory} exists and is not a directory")
+    if directory.is_dir() and any(directory.iterdir()) and not force:
+        raise UsageError(
+            f"{directory} is not empty", hint="choose an empty directory or pass --force"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    base = base_image or (VLLM_BASE_IMAGE if kind == "vllm" else ENGINE_BASE_IMAGE)
+    port = spec.engine.port
+    config = _default_config(kind, spec)
+    result = InitResult(directory=directory, kind=kind, challenge=spec.id)
+
+    texts = {
+        CONFIG_FILE: t.TOML.format(
+            challenge=json.dumps(spec.id),
+            team=json.dumps(team),
+            entry=json.dumps(entry),
+            kind=json.dumps(kind),
+            base_image=json.dumps(base),
+            port=port,
+            served_model_name=json.dumps(spec.model.repo_id),
+            config=t.toml_table(config),
+        ),
+        DOCKERFILE: _dockerfile(kind, base, port),
+        "README.md": t.README.format(team=team, entry=entry, challenge=spec.id, kind=kind),
+        ENGINE_CONFIG_FILE: json.dumps(config, indent=2, sort_keys=True) + "\n",
+    }
+    if kind != "vllm":
+        texts["launch.py"] = t.LAUNCH_PY
+    for name, text in texts.items():
+        (directory / name).write_text(text, encoding="utf-8")
+        result.files.append(name)
+
+    src = engines_source()
+    sub = "vllm_launcher" if kind == "vllm" else "baseline"
+    if (src / sub).is_dir():
+        result.files += _copy_package(src, sub, directory / "engine")
+    else:
+        result.notes.append(
+            f"engines/{sub} is not installed here: copy it into "
+            f"engine/engines/{sub}/ before building the image"
+        )
+    if kind == "vllm":
+        result.notes.append(
+            f"the vLLM base image {base} must be present in the local Docker "
+            "engine (or pass --base-digest) to freeze"
+        )
+    result.files.sort()
+    return result

@@ -1,0 +1,234 @@
+"""``validate``: every problem of a submission directory, listed at once.
+
+A broken rule is a ``Finding`` with a stable id (docs/submission.md lists them); an
+exception only means the directory could not be examined at all. The same function runs
+before ``freeze`` and ``package``, so nothing is frozen that validate would refuse.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from podium.errors import UsageError
+from schemas.challenge import ChallengeSpec, load_challenge
+from schemas.engine_config import check_engine_config
+from schemas.findings import Finding, errors_in
+from submission.config import NAME_PATTERN, SubmissionConfig, load_config
+from submission.defaults import CONFIG_FILE
+from submission.files import LocalFile, scan_files
+from submission.requirements import read_requirements
+
+ENGINE_KINDS = ("vllm", "baseline", "custom")
+
+_ARG_BASE = re.compile(r"^\s*ARG\s+BASE_IMAGE(\s*=.*)?\s*$", re.IGNORECASE | re.MULTILINE)
+_FROM_BASE = re.compile(
+    r"^\s*FROM\s+(--platform=\S+\s+)?\$\{?BASE_IMAGE\}?(\s|$)", re.IGNORECASE | re.MULTILINE
+)
+_FROM = re.compile(r"^\s*FROM\s", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass
+class Validation:
+    """What validate found, plus what it loaded on the way (for freeze to reuse)."""
+
+    directory: Path
+    config: SubmissionConfig | None = None
+    challenge: ChallengeSpec | None = None
+    files: list[LocalFile] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not errors_in(self.findings)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "directory": str(self.directory),
+            "valid": self.ok,
+            "challenge": self.challenge.id if self.challenge else None,
+            "files": len(self.files),
+            "bytes": sum(f.size for f in self.files),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def _check_dockerfile(directory: Path, cfg: SubmissionConfig) -> list[Finding]:
+    rel = cfg.dockerfile
+    path = directory / rel
+    if Path(rel).is_absolute() or ".." in Path(rel).parts or not path.is_file():
+        return [
+            Finding(
+                "submission.missing-dockerfile",
+                "error",
+                f"{rel} is missing: the verifier rebuilds the image from it.",
+                hint="podium submission init writes one; engine.dockerfile names another file",
+                where=rel,
+            )
+        ]
+    text = path.read_text(encoding="utf-8", errors="replace")
+    first_from = _FROM.search(text)
+    arg = _ARG_BASE.search(text)
+    if (
+        arg is None
+        or first_from is None
+        or arg.start() > first_from.start()
+        or not _FROM_BASE.search(text)
+    ):
+        return [
+            Finding(
+                "submission.dockerfile-base",
+                "error",
+                f"{rel} must declare ARG BASE_IMAGE before its first FROM and build FROM "
+                "${BASE_IMAGE}, so the verifier can pin the base image by digest.",
+                hint="start the Dockerfile with: ARG BASE_IMAGE / FROM ${BASE_IMAGE}",
+                where=rel,
+            )
+        ]
+    return []
+
+
+def _check_names(cfg: SubmissionConfig) -> list[Finding]:
+    out = []
+    for key, value in (("team", cfg.team), ("entry", cfg.entry)):
+        if not re.fullmatch(NAME_PATTERN, value):
+            out.append(
+                Finding(
+                    "submission.name",
+                    "error",
+                    f"{key} {value!r} is not a valid name: 1 to 64 letters, digits, '.', '_' or "
+                    "'-', starting with a letter or digit.",
+                    hint=f"rename {key}",
+                    where=key,
+                )
+            )
+    return out
+
+
+def _check_engine(cfg: SubmissionConfig, spec: ChallengeSpec) -> list[Finding]:
+    out = []
+    if cfg.kind not in ENGINE_KINDS or cfg.kind not in spec.engine.kinds:
+        out.append(
+            Finding(
+                "engine.kind-not-allowed",
+                "error",
+                f"engine.kind {cfg.kind!r} is not allowed by the {spec.id} challenge.",
+                hint=f"allowed kinds: {', '.join(spec.engine.kinds)}",
+                where="engine.kind",
+            )
+        )
+    out += check_engine_config(cfg.config, spec, file=f"{CONFIG_FILE} [engine.config]")
+    named = cfg.config.get("SERVED_MODEL_NAME")
+    if named is not None and cfg.served_model_name is not None and named != cfg.served_model_name:
+        out.append(
+            Finding(
+                "submission.served-model-name",
+                "error",
+                f"engine.config.SERVED_MODEL_NAME {named!r} differs from engine.served_model_name "
+                f"{cfg.served_model_name!r}.",
+                hint="set one of them only",
+                where="engine.config",
+            )
+        )
+    return out
+
+
+def _check_model(cfg: SubmissionConfig, spec: ChallengeSpec) -> list[Finding]:
+    out = []
+    for key, want in (("repo_id", spec.model.repo_id), ("revision", spec.model.revision)):
+        got = (cfg.model or {}).get(key)
+        if got is not None and got != want:
+            out.append(
+                Finding(
+                    "submission.model-pin",
+                    "error",
+                    f"model.{key} {got!r} is not the {spec.id} challenge's {want!r}: the challenge "
+                    "pins the model.",
+                    hint=f"remove model.{key} or set it to {want}",
+                    where=f"model.{key}",
+                )
+            )
+    return out
+
+
+def _check_limits(files: list[LocalFile], spec: ChallengeSpec) -> list[Finding]:
+    out = []
+    lim = spec.limits
+    if len(files) + 1 > lim.bundle_files:  # + manifest.json
+        out.append(
+            Finding(
+                "submission.too-many-files",
+                "error",
+                f"{len(files)} files (with manifest.json {len(files) + 1}) exceed the {spec.id} "
+                f"challenge's limit of {lim.bundle_files}.",
+                hint="remove files the engine does not need",
+            )
+        )
+    total = sum(f.size for f in files)
+    if total > lim.unpacked_bytes:
+        out.append(
+            Finding(
+                "submission.too-large",
+                "error",
+                f"the files hold {total} bytes, more than the {spec.id} challenge's limit of "
+                f"{lim.unpacked_bytes} bytes unpacked.",
+                hint="model weights are mounted by the verifier; do not bundle them",
+            )
+        )
+    return out
+
+
+def validate_submission(
+    directory: Path, *, challenge: ChallengeSpec | None = None, exclude: tuple[Path, ...] = ()
+) -> Validation:
+    """Check ``directory``; ``challenge`` overrides the one ``podium.toml`` names."""
+    if not directory.is_dir():
+        raise UsageError(f"no such directory: {directory}")
+    result = Validation(directory=directory)
+    cfg, problems = load_config(directory)
+    result.findings += problems
+    files, problems = scan_files(directory, exclude=exclude)
+    result.files = files
+    result.findings += problems
+    _deps, problems = read_requirements(directory)
+    result.findings += problems
+    if cfg is None:
+        return result
+    result.config = cfg
+    spec = challenge
+    if spec is None:
+        try:
+            spec = load_challenge(cfg.challenge)
+        except UsageError as exc:
+            result.findings.append(
+                Finding(
+                    "submission.unknown-challenge",
+                    "error",
+                    f"challenge: {exc.message}",
+                    hint=exc.hint,
+                    where="challenge",
+                )
+            )
+    result.challenge = spec
+    result.findings += _check_names(cfg)
+    result.findings += _check_dockerfile(directory, cfg)
+    if (
+        cfg.origin
+        and cfg.origin.get("manifest")
+        and not (directory / cfg.origin["manifest"]).is_file()
+    ):
+        result.findings.append(
+            Finding(
+                "submission.origin-missing",
+                "error",
+                f"origin.manifest names {cfg.origin['manifest']!r}, which is missing.",
+                hint="restore the original manifest or drop origin.manifest",
+                where="origin.manifest",
+            )
+        )
+    if spec is not None:
+        result.findings += _check_engine(cfg, spec)
+        result.findings += _check_model(cfg, spec)
+        result.findings += _check_limits(files, spec)
+    return result

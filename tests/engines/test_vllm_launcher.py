@@ -1,0 +1,414 @@
+"""The vLLM launcher's command line: every schema knob's mapping, merging, order, env.
+
+What happens at run time (the proxy, a real launch of a fake ``vllm``) is in
+test_vllm_launch.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engines.vllm_launcher import KNOBS, ConfigError, build_env, build_serve_args
+from engines.vllm_launcher.args import launcher_settings, to_bool
+from engines.vllm_launcher.warmup import synthetic_prompts
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((REPO / "schemas/json/engine-config.schema.json").read_text())
+
+PUBLISHED = {
+    "SLIDING_WINDOW": 188,
+    "CENTROID_TOP_K": 49,
+    "WARMUP_BRIDGE": 1,
+    "WARMUP_NUM_PROMPTS": 64,
+    "PRECACHE_BENCH": 0,
+    "SPECULATIVE_CONFIG": {"method": "mtp", "num_speculative_tokens": 7},
+    "MAX_MODEL_LEN": 4096,
+    "GPU_MEMORY_UTILIZATION": 0.90,
+}
+
+# One non-default value per schema knob; a knob added to the schema must be added here.
+SAMPLES: dict[str, Any] = {
+    "MODEL": "google/gemma-4-E4B-it",
+    "SERVED_MODEL_NAME": "gemma",
+    "SLIDING_WINDOW": 192,
+    "CENTROID_TOP_K": 32,
+    "WARMUP_BRIDGE": True,
+    "WARMUP_NUM_PROMPTS": 3,
+    "WARMUP_MAX_TOKENS": 7,
+    "PRECACHE_BENCH": 1,
+    "SPECULATIVE_CONFIG": {"method": "mtp", "num_speculative_tokens": 3},
+    "MAX_MODEL_LEN": 4096,
+    "GPU_MEMORY_UTILIZATION": 0.85,
+    "MAX_NUM_BATCHED_TOKENS": 8192,
+    "MAX_NUM_SEQS": 4,
+    "HF_OVERRIDES": {"text_config": {"rope_theta": 10000}},
+    "DTYPE": "bfloat16",
+    "QUANTIZATION": "fp8",
+    "KV_CACHE_DTYPE": "fp8",
+    "ENFORCE_EAGER": True,
+    "ENABLE_PREFIX_CACHING": False,
+    "ENABLE_CHUNKED_PREFILL": True,
+    "MAX_LOGPROBS": 5,
+    "LOGPROBS_MODE": "raw_logprobs",
+    "LIMIT_MM_PER_PROMPT": {"audio": 1, "image": 2},
+    "LANGUAGE_MODEL_ONLY": True,
+    "COMPILATION_CONFIG": {"cudagraph_capture_sizes": [1, 2]},
+    "ATTENTION_BACKEND": "FLASH_ATTN",
+    "SEED": 7,
+    "DEVICE": "cuda",
+}
+# Knobs that only act together with another one.
+NEEDS = {"CENTROID_TOP_K": {"SPECULATIVE_CONFIG": {"method": "mtp"}}}
+
+
+def serve_args(config: dict[str, Any], **kwargs: Any) -> list[str]:
+    kwargs.setdefault("model_path", "/model")
+    kwargs.setdefault("port", 8001)
+    kwargs.setdefault("host", "127.0.0.1")
+    return build_serve_args(config, **kwargs)
+
+
+def option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+# --- every knob -------------------------------------------------------------------------
+
+
+def test_every_schema_knob_has_exactly_one_mapping() -> None:
+    schema_knobs = set(SCHEMA["properties"])
+    assert schema_knobs - set(KNOBS) == set(), "schema knobs the launcher does not map"
+    assert set(KNOBS) - schema_knobs == set(), "launcher maps knobs the schema lacks"
+    assert set(SAMPLES) == schema_knobs, "add a sample value for every new schema knob"
+
+
+@pytest.mark.parametrize("knob", sorted(SCHEMA["properties"]))
+def test_each_knob_lands_where_its_mapping_says(knob: str) -> None:
+    base = dict(NEEDS.get(knob, {}))
+    config = {**base, knob: SAMPLES[knob]}
+    kind, _ = KNOBS[knob]
+    argv_before, argv_after = serve_args(base), serve_args(config)
+    env_before, env_after = build_env(base), build_env(config)
+    settings_before, settings_after = launcher_settings(base), launcher_settings(config)
+    changed = {
+        "argv": argv_before != argv_after,
+        "env": env_before != env_after,
+        "launcher": settings_before != settings_after,
+    }
+    expected = {
+        "flag": {"argv": True, "env": False, "launcher": False},
+        "merged": {"argv": True, "env": False, "launcher": False},
+        "env": {"argv": False, "env": True, "launcher": False},
+        "launcher": {"argv": False, "env": False, "launcher": True},
+        "recorded": {"argv": False, "env": False, "launcher": False},
+    }[kind]
+    assert changed == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"SERVED_MODEL_NAME": "gemma"}, ["--served-model-name", "gemma"]),
+        ({"MAX_MODEL_LEN": 4096}, ["--max-model-len", "4096"]),
+        ({"GPU_MEMORY_UTILIZATION": 0.9}, ["--gpu-memory-utilization", "0.9"]),
+        ({"GPU_MEMORY_UTILIZATION": 0.85}, ["--gpu-memory-utilization", "0.85"]),
+        ({"MAX_NUM_BATCHED_TOKENS": 8192}, ["--max-num-batched-tokens", "8192"]),
+        ({"MAX_NUM_SEQS": 4}, ["--max-num-seqs", "4"]),
+        ({"DTYPE": "bfloat16"}, ["--dtype", "bfloat16"]),
+        ({"QUANTIZATION": "fp8"}, ["--quantization", "fp8"]),
+        ({"KV_CACHE_DTYPE": "fp8_e4m3"}, ["--kv-cache-dtype", "fp8_e4m3"]),
+        ({"ENFORCE_EAGER": True}, ["--enforce-eager"]),
+        ({"ENABLE_PREFIX_CACHING": True}, ["--enable-prefix-caching"]),
+        ({"ENABLE_PREFIX_CACHING": 0}, ["--no-enable-prefix-caching"]),
+        ({"ENABLE_CHUNKED_PREFILL": 1}, ["--enable-chunked-prefill"]),
+        ({"ENABLE_CHUNKED_PREFILL": False}, ["--no-enable-chunked-prefill"]),
+        ({"MAX_LOGPROBS": 20}, ["--max-logprobs", "20"]),
+        ({"LOGPROBS_MODE": "raw_logprobs"}, ["--logprobs-mode", "raw_logprobs"]),
+        ({"SEED": 0}, ["--seed", "0"]),
+        ({"LIMIT_MM_PER_PROMPT": {"image": 0, "audio": 0}}, ["--limit-mm-per-prompt"]),
+        ({"LANGUAGE_MODEL_ONLY": "true"}, ["--language-model-only"]),
+        ({"COMPILATION_CONFIG": {"level": 3}}, ["--compilation-config", '{"level":3}']),
+        ({"HF_OVERRIDES": {"b": 1, "a": {"y": 2, "x": 1}}}, ["--hf-overrides"]),
+    ],
+)
+def test_flag_values(config: dict[str, Any], expected: list[str]) -> None:
+    argv = serve_args(config)
+    start = argv.index(expected[0])
+    assert argv[start : start + len(expected)] == expected
+
+
+def test_json_options_are_compact_with_sorted_keys() -> None:
+    argv = serve_args(
+        {
+            "HF_OVERRIDES": {"b": 1, "a": {"y": 2, "x": 1}},
+            "LIMIT_MM_PER_PROMPT": {"image": 0, "audio": 0},
+        }
+    )
+    assert option(argv, "--hf-overrides") == '{"a":{"x":1,"y":2},"b":1}'
+    assert option(argv, "--limit-mm-per-prompt") == '{"audio":0,"image":0}'
+
+
+@pytest.mark.parametrize("knob", ["ENFORCE_EAGER", "LANGUAGE_MODEL_ONLY"])
+@pytest.mark.parametrize("off", [False, 0, "false", "0"])
+def test_one_way_flags_vanish_when_off(knob: str, off: Any) -> None:
+    assert serve_args({knob: off}) == serve_args({})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(True, True), (False, False), (1, True), (0, False), ("true", True), ("FALSE", False)],
+)
+def test_boolean_knobs_accept_true_false_0_1(value: Any, expected: bool) -> None:
+    assert to_bool("ENFORCE_EAGER", value) is expected
+
+
+@pytest.mark.parametrize("value", [2, -1, "yes", "", None, 1.0])
+def test_boolean_knobs_refuse_anything_else(value: Any) -> None:
+    with pytest.raises(ConfigError) as info:
+        serve_args({"ENABLE_PREFIX_CACHING": value})
+    assert info.value.key == "ENABLE_PREFIX_CACHING"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"MAX_MODEL_LEN": "4096"},
+        {"MAX_NUM_SEQS": True},
+        {"GPU_MEMORY_UTILIZATION": "0.9"},
+        {"HF_OVERRIDES": "{}"},
+        {"DTYPE": ""},
+        {"SPECULATIVE_CONFIG": {"num_speculative_tokens": 3}},
+    ],
+)
+def test_badly_typed_knobs_are_refused_with_their_key(config: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError) as info:
+        serve_args(config)
+    assert info.value.key == next(iter(config))
+
+
+# --- merging rules ----------------------------------------------------------------------
+
+
+def test_sliding_window_merges_into_given_hf_overrides() -> None:
+    config = {
+        "SLIDING_WINDOW": 160,
+        "HF_OVERRIDES": {"text_config": {"rope_theta": 10000}, "vision_config": {"x": 1}},
+    }
+    overrides = json.loads(option(serve_args(config), "--hf-overrides"))
+    assert overrides == {
+        "text_config": {"rope_theta": 10000, "sliding_window": 160},
+        "vision_config": {"x": 1},
+    }
+    assert config["HF_OVERRIDES"] == {
+        "text_config": {"rope_theta": 10000},
+        "vision_config": {"x": 1},
+    }, "the caller's config must not be modified"
+
+
+def test_sliding_window_agreeing_with_hf_overrides_is_fine_contradicting_is_refused() -> None:
+    same = {"SLIDING_WINDOW": 192, "HF_OVERRIDES": {"text_config": {"sliding_window": 192}}}
+    assert option(serve_args(same), "--hf-overrides") == '{"text_config":{"sliding_window":192}}'
+    with pytest.raises(ConfigError, match="contradicts") as info:
+        serve_args(
+            {"SLIDING_WINDOW": 128, "HF_OVERRIDES": {"text_config": {"sliding_window": 192}}}
+        )
+    assert info.value.key == "SLIDING_WINDOW"
+
+
+def test_centroid_top_k_merges_into_speculative_config() -> None:
+    config = {
+        "CENTROID_TOP_K": 49,
+        "SPECULATIVE_CONFIG": {"method": "mtp", "model": "/drafter", "num_speculative_tokens": 4},
+    }
+    assert json.loads(option(serve_args(config), "--speculative-config")) == {
+        "centroid_intermediate_top_k": 49,
+        "method": "mtp",
+        "model": "/drafter",
+        "num_speculative_tokens": 4,
+    }
+
+
+def test_centroid_top_k_needs_a_drafter_and_must_not_contradict_it() -> None:
+    with pytest.raises(ConfigError, match="SPECULATIVE_CONFIG"):
+        serve_args({"CENTROID_TOP_K": 49})
+    with pytest.raises(ConfigError, match="contradicts"):
+        serve_args(
+            {
+                "CENTROID_TOP_K": 49,
+                "SPECULATIVE_CONFIG": {"method": "mtp", "centroid_intermediate_top_k": 32},
+            }
+        )
+
+
+def test_drafter_repository_is_rewritten_to_its_mounted_path() -> None:
+    config = {"SPECULATIVE_CONFIG": {"method": "mtp", "model": "google/gemma-4-E4B-it-assistant"}}
+    argv = serve_args(config, model_paths={"google/gemma-4-E4B-it-assistant": "/models/assistant"})
+    assert json.loads(option(argv, "--speculative-config"))["model"] == "/models/assistant"
+    assert "google/gemma-4-E4B-it-assistant" in option(serve_args(config), "--speculative-config")
+
+
+def test_served_model_name_precedence() -> None:
+    assert option(serve_args({}), "--served-model-name") == "/model"
+    assert option(serve_args({"MODEL": "org/m"}), "--served-model-name") == "org/m"
+    assert option(serve_args({"MODEL": "org/m"}, served_model_name="x"), "--served-model-name") == (
+        "x"
+    )
+    config = {"MODEL": "org/m", "SERVED_MODEL_NAME": "mine"}
+    assert option(serve_args(config, served_model_name="x"), "--served-model-name") == "mine"
+
+
+def test_model_knob_is_recorded_never_served() -> None:
+    argv = serve_args({"MODEL": "someone/else"}, model_path="/model")
+    assert argv[:3] == ["vllm", "serve", "/model"]
+    assert "--model" not in argv
+    assert argv.count("someone/else") == 1
+    assert option(argv, "--served-model-name") == "someone/else"
+
+
+@pytest.mark.parametrize("device", ["auto", "cuda"])
+def test_device_auto_and_cuda_add_nothing(device: str) -> None:
+    assert serve_args({"DEVICE": device}) == serve_args({})
+
+
+def test_device_cpu_is_refused_by_the_cuda_image() -> None:
+    with pytest.raises(ConfigError, match="CUDA build") as info:
+        serve_args({"DEVICE": "cpu"})
+    assert info.value.key == "DEVICE"
+
+
+# --- order, environment, launcher knobs -------------------------------------------------
+
+
+def test_flags_come_out_in_a_fixed_order_whatever_the_key_order() -> None:
+    config = {k: v for k, v in SAMPLES.items() if k != "DEVICE"}
+    expected = serve_args(config)
+    keys = list(config)
+    for seed in range(5):
+        random.Random(seed).shuffle(keys)
+        assert serve_args({k: config[k] for k in keys}) == expected
+    flags = [a for a in expected if a.startswith("--")]
+    assert flags == [
+        "--served-model-name", "--host", "--port", "--dtype", "--quantization",
+        "--kv-cache-dtype", "--max-model-len", "--gpu-memory-utilization",
+        "--max-num-batched-tokens", "--max-num-seqs", "--no-enable-prefix-caching",
+        "--enable-chunked-prefill", "--enforce-eager", "--max-logprobs", "--logprobs-mode",
+        "--seed", "--hf-overrides", "--speculative-config", "--compilation-config",
+        "--limit-mm-per-prompt", "--language-model-only",
+    ]  # fmt: skip
+
+
+def test_free_keys_become_environment_never_flags() -> None:
+    config = {"VLLM_USE_FLASHINFER_SAMPLER": 0, "MY_FLAG": True, "NOTE": "a b", "RATIO": 0.5}
+    argv = serve_args(config)
+    assert argv == serve_args({})
+    assert build_env(config) == {
+        "MY_FLAG": "1",
+        "NOTE": "a b",
+        "RATIO": "0.5",
+        "VLLM_USE_FLASHINFER_SAMPLER": "0",
+    }
+    assert list(build_env(config)) == sorted(build_env(config))
+
+
+def test_attention_backend_is_an_environment_variable() -> None:
+    assert build_env({"ATTENTION_BACKEND": "FLASHINFER"}) == {
+        "VLLM_ATTENTION_BACKEND": "FLASHINFER"
+    }
+    assert "FLASHINFER" not in serve_args({"ATTENTION_BACKEND": "FLASHINFER"})
+    with pytest.raises(ConfigError, match="contradicts"):
+        build_env({"ATTENTION_BACKEND": "FLASHINFER", "VLLM_ATTENTION_BACKEND": "FLASH_ATTN"})
+
+
+def test_free_keys_must_be_environment_names_with_scalar_values() -> None:
+    with pytest.raises(ConfigError):
+        build_env({"lower": "x"})
+    with pytest.raises(ConfigError):
+        build_env({"LIST": [1, 2]})
+
+
+def test_launcher_settings_defaults_and_values() -> None:
+    default = launcher_settings({})
+    assert not default.warmup_bridge and not default.precache_bench
+    assert default.warmup_num_prompts > 0 and default.warmup_max_tokens > 0
+    published = launcher_settings(PUBLISHED)
+    assert published.warmup_bridge and published.warmup_num_prompts == 64
+    assert not published.precache_bench
+
+
+def test_published_winning_config_gives_the_exact_command() -> None:
+    argv = build_serve_args(
+        PUBLISHED, model_path="/model", served_model_name="gemma", port=8001, host="127.0.0.1"
+    )
+    assert argv == [
+        "vllm", "serve", "/model",
+        "--served-model-name", "gemma",
+        "--host", "127.0.0.1", "--port", "8001",
+        "--max-model-len", "4096",
+        "--gpu-memory-utilization", "0.9",
+        "--hf-overrides", '{"text_config":{"sliding_window":188}}',
+        "--speculative-config",
+        '{"centroid_intermediate_top_k":49,"method":"mtp","num_speculative_tokens":7}',
+    ]  # fmt: skip
+    assert build_env(PUBLISHED) == {}
+
+
+def test_synthetic_prompts_are_deterministic_and_varied() -> None:
+    prompts = synthetic_prompts(8)
+    assert prompts == synthetic_prompts(8)
+    assert len({len(p.split()) for p in prompts}) == 8
+
+
+# --- the command line -------------------------------------------------------------------
+
+
+def run_launcher(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "engines.vllm_launcher", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_dry_run_prints_the_exact_command(tmp_path: Path) -> None:
+    path = tmp_path / "engine-config.json"
+    path.write_text(json.dumps({**PUBLISHED, "ATTENTION_BACKEND": "FLASH_ATTN", "X_NOTE": "a b"}))
+    done = run_launcher(str(path), "--dry-run", "--served-model-name", "gemma")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "VLLM_ATTENTION_BACKEND=FLASH_ATTN X_NOTE='a b' vllm serve /model "
+        "--served-model-name gemma --host 127.0.0.1 --port 8001 --max-model-len 4096 "
+        "--gpu-memory-utilization 0.9 "
+        '--hf-overrides \'{"text_config":{"sliding_window":188}}\' '
+        "--speculative-config "
+        '\'{"centroid_intermediate_top_k":49,"method":"mtp","num_speculative_tokens":7}\''
+    )
+
+
+def test_unusable_config_exits_2_naming_the_knob(tmp_path: Path) -> None:
+    path = tmp_path / "engine-config.json"
+    path.write_text(json.dumps({"DEVICE": "cpu"}))
+    done = run_launcher(str(path), "--dry-run")
+    assert done.returncode == 2
+    assert "DEVICE" in done.stderr
+
+
+def test_launcher_reports_a_missing_vllm(tmp_path: Path) -> None:
+    config_path = tmp_path / "engine-config.json"
+    config_path.write_text("{}")
+    done = run_launcher(
+        str(config_path), "--port", "18999", "--vllm", str(tmp_path / "no-such-vllm")
+    )
+    assert done.returncode == 127
+    assert "cannot start" in done.stderr

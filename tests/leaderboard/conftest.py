@@ -1,0 +1,46 @@
+"""Fixtures for leaderboard tests: an organizer key, seeded stores and a fake Hub."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from factories import seeded_records  # noqa: E402
+from hubserver import FakeHub, allow_hub_requests  # noqa: E402
+
+from leaderboard.stores.local import LocalStore  # noqa: E402
+from podium.signing import KeyPair, write_keypair  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def keypair() -> KeyPair:
+    return KeyPair.generate()
+
+
+@pytest.fixture
+def key_files(tmp_path: Path, keypair: KeyPair) -> tuple[Path, Path]:
+    """(private key file, public key file) of ``keypair``."""
+    private = tmp_path / "keys" / "organizer.pem"
+    public = write_keypair(keypair, private)
+    return private, public
+
+
+@pytest.fixture
+def seeded_store(tmp_path: Path, keypair: KeyPair) -> LocalStore:
+    store = LocalStore(tmp_path / "store")
+    store.publish_key(keypair.public_pem())
+    store.publish(seeded_records(keypair))
+    return store
+
+
+@pytest.fixture
+def fake_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    allow_hub_requests(monkeypatch)
+    with FakeHub(page_size=50) as hub:
+        yield hub

@@ -1,0 +1,68 @@
+"""The local folder store: Hub layout, idempotent, safe with concurrent publishers."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+from factories import make_record, publish_worker
+
+from leaderboard.records import verify_record
+from leaderboard.stores import open_store
+from leaderboard.stores.local import LocalStore
+from leaderboard.verify import verify_store
+from podium.signing import KeyPair
+
+
+def test_layout_matches_the_hub_dataset(seeded_store: LocalStore, keypair: KeyPair) -> None:
+    root = seeded_store.root
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    records = [f for f in files if f.startswith("records/")]
+    assert len(records) == 7 and all(f.startswith("records/tiny/") for f in records)
+    assert f"keys/{keypair.key_id}.pub" in files
+    card = (root / "README.md").read_text()
+    assert keypair.key_id in card and "podium leaderboard verify" in card
+    assert not [f for f in files if f.endswith(".tmp")]
+    for rec in seeded_store.list_records():
+        assert (root / "records" / "tiny" / f"{rec['record_id']}.json").stat().st_mode & 0o044
+
+
+def test_get_and_public_keys(seeded_store: LocalStore, keypair: KeyPair) -> None:
+    rec = seeded_store.list_records()[0]
+    assert seeded_store.get(rec["record_id"]) == rec
+    assert seeded_store.get("0" * 32) is None
+    assert list(seeded_store.public_keys()) == [keypair.key_id]
+
+
+def test_open_store_default_and_env(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert isinstance(open_store(), LocalStore)
+    assert Path(open_store().url) == Path("leaderboard-data")
+    monkeypatch.setenv("PODIUM_STORE", str(tmp_path / "elsewhere"))
+    assert open_store().url == str(tmp_path / "elsewhere")
+
+
+def test_publishing_a_batch_with_duplicates_stores_each_once(keypair: KeyPair, tmp_path: Path) -> None:
+    recs = [make_record(keypair, serial=i) for i in range(3)]
+    store = LocalStore(tmp_path / "s")
+    result = store.publish(recs + recs)
+    assert sorted(result.added) == sorted(r["record_id"] for r in recs)
+    assert len(store.list_records()) == 3
+
+
+def test_eight_processes_publishing_fifty_records_each_lose_nothing(
+    keypair: KeyPair, tmp_path: Path
+) -> None:
+    url = str(tmp_path / "shared")
+    pem = keypair.private_pem()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(8) as pool:
+        results = pool.map(publish_worker, [(url, pem, w, 50, 1) for w in range(8)])
+    assert results == [(50, 1)] * 8
+    store = LocalStore(url)
+    raw = store.raw_records()
+    assert len(raw) == 400
+    for item in raw:
+        verify_record(json.loads(item.data), keypair.public_key)
+    assert verify_store(store, [keypair.public_key]).good == 400

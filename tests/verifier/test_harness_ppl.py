@@ -1,0 +1,111 @@
+"""PPL through the engine equals the direct computation, and each broken answer is a finding."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import pytest
+from fake_engine import MODEL_ID, FakeEngine, Misbehave, logprobs_after
+from harness_util import ppl_records, small_spec
+
+from podium.errors import EngineError
+from verifier.harness.client import EngineClient
+from verifier.harness.ppl import PplResult, evaluate_ppl
+
+
+def run_ppl(engine: FakeEngine, records: list[dict[str, Any]], **kw: Any) -> PplResult:
+    async def go() -> PplResult:
+        async with EngineClient(engine.url, timeout_s=5.0) as client:
+            return await evaluate_ppl(client, small_spec(), records, model=MODEL_ID, **kw)
+
+    return asyncio.run(go())
+
+
+def direct_nll(record: dict[str, Any]) -> tuple[float, int]:
+    prompt = record["context_token_ids"] + record["target_token_ids"]
+    start = len(record["context_token_ids"])
+    nll = -sum(logprobs_after(prompt[i - 1])[prompt[i]] for i in range(start, len(prompt)))
+    return nll, len(prompt) - start
+
+
+def test_ppl_is_the_micro_average_over_target_tokens_only() -> None:
+    records = ppl_records(4)
+    seen: list[tuple[int, int, str]] = []
+    with FakeEngine() as engine:
+        result = run_ppl(engine, records, progress=lambda d, n, i: seen.append((d, n, i)))
+    parts = [direct_nll(r) for r in records]
+    total_nll = math.fsum(n for n, _ in parts)
+    total_tokens = sum(t for _, t in parts)
+    assert result.tokens == total_tokens == sum(len(r["target_token_ids"]) for r in records)
+    assert result.nll_sum == pytest.approx(total_nll, rel=1e-12)
+    assert result.value == pytest.approx(math.exp(total_nll / total_tokens), rel=1e-12)
+    # micro, not the mean of per-record PPLs (records differ in length)
+    macro = sum(math.exp(n / t) for n, t in parts) / len(parts)
+    assert result.value != pytest.approx(macro, rel=1e-6)
+    assert result.records == 4 and not result.findings
+    assert [s.id for s in result.per_record] == [r["id"] for r in records]
+    assert seen == [(i + 1, 4, r["id"]) for i, r in enumerate(records)]
+    assert result.to_metrics(cap=2.5) == {
+        "value": result.value,
+        "nll_sum": result.nll_sum,
+        "tokens": total_tokens,
+        "records": 4,
+        "cap": 2.5,
+    }
+
+
+def test_the_greedy_path_scores_as_the_model_says() -> None:
+    # targets that follow the argmax chain: every target token has probability 8/72
+    context = [2, 10, 20]
+    target = []
+    prev = context[-1]
+    for _ in range(10):
+        prev = (7 * prev + 3) % 64
+        target.append(prev)
+    record = {"id": "argmax", "context_token_ids": context, "target_token_ids": target}
+    with FakeEngine() as engine:
+        result = run_ppl(engine, [record])
+    assert result.value == pytest.approx(72 / 8, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("bad", "check_id"),
+    [
+        (Misbehave(positive_logprobs=True), "ppl.logprob-positive"),
+        (Misbehave(wrong_prompt_ids=True), "ppl.token-mismatch"),
+        (Misbehave(drop_actual_token=True), "ppl.token-mismatch"),
+        (Misbehave(short_prompt_logprobs=True), "ppl.count-mismatch"),
+        (Misbehave(nan_logprobs=True), "ppl.non-finite"),
+    ],
+)
+def test_each_broken_answer_is_its_own_finding(bad: Misbehave, check_id: str) -> None:
+    records = ppl_records(2)
+    with FakeEngine(bad=bad) as engine:
+        result = run_ppl(engine, records)
+    assert {f.check_id for f in result.findings} == {check_id}
+    assert all(f.severity == "error" for f in result.findings)
+    assert [f.where for f in result.findings] == [r["id"] for r in records]
+    assert result.records == 0 and math.isnan(result.value)
+
+
+def test_a_failed_record_request_cannot_be_evaluated() -> None:
+    with FakeEngine(bad=Misbehave(crash_after=1)) as engine, pytest.raises(EngineError) as info:
+        run_ppl(engine, ppl_records(3))
+    assert "PPL record rec-1" in str(info.value)
+
+
+def test_max_records_limits_the_records_scored() -> None:
+    import dataclasses
+
+    spec = small_spec()
+    spec = spec.with_overrides(ppl=dataclasses.replace(spec.ppl, max_records=2))
+
+    async def go(url: str) -> PplResult:
+        async with EngineClient(url, timeout_s=5.0) as client:
+            return await evaluate_ppl(client, spec, ppl_records(4), model=MODEL_ID)
+
+    with FakeEngine() as engine:
+        result = asyncio.run(go(engine.url))
+    assert result.records == 2

@@ -1,0 +1,1 @@
+"""Integrity and result checks: small units with stable ids, registered in ``registry``."""

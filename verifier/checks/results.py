@@ -1,0 +1,82 @@
+"""Checks on measured numbers alone: ``ppl.cap`` and ``tps.reproduction``.
+
+Neither sends a request; both read what the PPL and TPS stages measured.
+"""
+
+from __future__ import annotations
+
+import math
+
+from verifier.checks.base import (
+    CheckContext,
+    CheckOutcome,
+    enabled,
+    failed,
+    passed,
+    percent,
+    skipped,
+)
+
+PPL_CAP = "ppl.cap"
+REPRODUCTION = "tps.reproduction"
+
+
+async def ppl_cap(ctx: CheckContext) -> CheckOutcome:
+    """PPL must be at or under the challenge's cap (absolute, or reference x ratio)."""
+    if ctx.ppl is None:
+        return skipped(PPL_CAP, "no PPL was measured")
+    cap = ctx.spec.quality.cap
+    value = ctx.ppl.value
+    details = {"ppl": value, "cap": cap, "tokens": ctx.ppl.tokens, "records": ctx.ppl.records}
+    if not math.isfinite(value):
+        return failed(
+            PPL_CAP,
+            "PPL could not be computed: no record was scored",
+            details,
+            hint="see the ppl.* findings for why every record was refused",
+        )
+    if value > cap:
+        return failed(
+            PPL_CAP,
+            f"PPL {value:.3f} > cap {cap:.3f}",
+            details,
+            hint="lossier settings (quantisation, a shorter sliding window) raise PPL",
+        )
+    return passed(PPL_CAP, f"PPL {value:.3f} <= cap {cap:.3f}", details)
+
+
+async def tps_reproduction(ctx: CheckContext) -> CheckOutcome:
+    """The blind median TPS must be within the spec's tolerance of the reported TPS."""
+    if enabled(ctx.spec, "reproduction") is None:
+        return skipped(REPRODUCTION, "disabled by the challenge spec")
+    if ctx.reported_tps is None:
+        return skipped(REPRODUCTION, "the submission reports no TPS")
+    if ctx.tps is None:
+        return skipped(REPRODUCTION, "no TPS was measured")
+    tolerance = ctx.spec.tps.reproduction_tolerance
+    reported = float(ctx.reported_tps)
+    median = ctx.tps.median
+    if reported <= 0:
+        return failed(REPRODUCTION, f"the reported TPS {reported:g} is not positive")
+    rel = (median - reported) / reported
+    details = {
+        "median_tps": median,
+        "reported_tps": reported,
+        "relative_difference": rel,
+        "tolerance": tolerance,
+        "ci95": list(ctx.tps.summary.ci95) if ctx.tps.summary.ci95 else None,
+        "trials": [t.tps for t in ctx.tps.trials],
+    }
+    where = "below" if rel < 0 else "above"
+    text = (
+        f"blind median TPS {median:.2f} is {percent(abs(rel))} {where} the reported "
+        f"{reported:.2f} (tolerance {percent(tolerance)})"
+    )
+    if abs(rel) > tolerance:
+        return failed(
+            REPRODUCTION,
+            text,
+            details,
+            hint="report the TPS your engine reaches on unseen prompts, not on the public set",
+        )
+    return passed(REPRODUCTION, text, details)

@@ -1,0 +1,329 @@
+"""Throughput: the challenge's TPS workload, timed and counted by the harness.
+
+A trial sends ``num_prompts`` requests (prompts in order, cycled when there are fewer)
+through ``concurrency`` closed-loop workers: each worker sends its next request as soon
+as its previous answer arrived. If a pass ends before ``min_trial_seconds``, the pass is
+repeated inside the same trial until the trial is long enough.
+
+    TPS(trial) = generated tokens of all its requests / wall time of the trial
+
+The wall time is ``time.perf_counter`` in the harness process around the whole trial
+(first request sent to last answer read); the engine's clock is never used. Generated
+tokens are counted by the harness from the returned ``token_ids`` (or, if the spec says
+``count_tokens: retokenize`` and an engine returns none, by re-tokenising the text with
+the verifier's tokenizer), never from the engine's ``usage``. Warm-up requests on the
+public prompts come first and are not timed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from podium.errors import UsageError
+from schemas.challenge import ChallengeSpec
+from schemas.findings import Finding
+from verifier.harness.client import EngineClient, Reply
+from verifier.harness.stats import Summary, summarize
+
+Prompt = dict[str, Any]  # {"id": str, "prompt": str | list[int] | list[message]}
+Tokenize = Callable[[str], Sequence[int]]
+TpsProgress = Callable[[str, int, int], None]
+
+
+def messages_of(prompt: Any) -> list[dict[str, Any]]:
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):
+        return prompt
+    raise UsageError("a chat prompt must be text or a list of messages, not token ids")
+
+
+def workload_body(
+    spec: ChallengeSpec,
+    model: str,
+    prompt: Any,
+    *,
+    max_tokens: int | None = None,
+    endpoint: str | None = None,
+) -> dict[str, Any]:
+    """One request of the TPS workload: explicit sampling, seed, ignore_eos, token ids."""
+    tps = spec.tps
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens if max_tokens is not None else tps.max_tokens,
+        "temperature": tps.sampling.temperature,
+        "top_p": tps.sampling.top_p,
+        "top_k": tps.sampling.top_k,
+        "seed": tps.seed,
+        "ignore_eos": tps.ignore_eos,
+        "stream": tps.stream,
+        "return_token_ids": True,
+    }
+    if tps.stream:
+        body["stream_options"] = {"include_usage": True}
+    if (endpoint or tps.endpoint).endswith("/chat/completions"):
+        body["messages"] = messages_of(prompt)
+    else:
+        body["prompt"] = prompt
+    return body
+
+
+@dataclass
+class RequestRecord:
+    """What one timed request sent and got back; the raw material of the integrity checks."""
+
+    prompt_id: str
+    trial: int
+    pass_index: int
+    token_ids: list[int] | None
+    prompt_token_ids: list[int] | None
+    text: str
+    latency_s: float
+    usage: dict[str, Any] | None
+    finish_reason: str | None
+    counted_tokens: int
+    count_source: str  # token_ids | retokenize | none
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TrialResult:
+    index: int
+    tokens: int
+    seconds: float
+    requests: int
+    passes: int
+    cpu_s: float
+
+    @property
+    def tps(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_s_per_token(self) -> float | None:
+        return self.cpu_s / self.tokens if self.tokens else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "tps": self.tps,
+            "tokens": self.tokens,
+            "seconds": self.seconds,
+            "requests": self.requests,
+            "passes": self.passes,
+            "harness_cpu_s": self.cpu_s,
+            "harness_cpu_s_per_token": self.cpu_s_per_token,
+        }
+
+
+@dataclass
+class TpsResult:
+    summary: Summary
+    trials: list[TrialResult]
+    records: list[RequestRecord]
+    findings: list[Finding] = field(default_factory=list)
+    warmup_seconds: float = 0.0
+    tokens_per_trial: int = 0
+    concurrency: int = 1
+    max_tokens: int = 0
+
+    @property
+    def median(self) -> float:
+        return self.summary.median
+
+    def to_metrics(self) -> dict[str, Any]:
+        """The report's ``metrics.tps`` member."""
+        out: dict[str, Any] = {
+            "median": self.summary.median,
+            "mean": self.summary.mean,
+            "cv": self.summary.cv,
+            "trials": [t.to_dict() for t in self.trials],
+            "tokens_per_trial": self.tokens_per_trial,
+            "concurrency": self.concurrency,
+            "max_tokens": self.max_tokens,
+        }
+        if self.summary.ci95 is not None:
+            out["ci95"] = list(self.summary.ci95)
+        return out
+
+
+def count_reply(reply: Reply, spec: ChallengeSpec, tokenize: Tokenize | None) -> tuple[int, str]:
+    """Generated tokens of one answer, as the harness counts them, and how they were counted."""
+    if reply.token_ids is not None:
+        return len(reply.token_ids), "token_ids"
+    if spec.tps.count_tokens == "retokenize" and tokenize is not None:
+        return len(tokenize(reply.text)), "retokenize"
+    return 0, "none"
+
+
+async def run_requests(
+    client: EngineClient,
+    bodies: Sequence[dict[str, Any]],
+    *,
+    path: str,
+    concurrency: int,
+    kind: str,
+    on_reply: Callable[[int, Reply], None] | None = None,
+) -> list[Reply]:
+    """Send ``bodies`` through ``concurrency`` closed-loop workers; answers in body order.
+
+    The first failure cancels the other workers and is raised as it came (EngineError).
+    """
+    replies: list[Reply | None] = [None] * len(bodies)
+    jobs = iter(enumerate(bodies))
+
+    async def worker() -> None:
+        for index, body in jobs:  # a shared iterator: the next free worker takes the next job
+            reply = await client.post(path, body, f"{kind} #{index}")
+            replies[index] = reply
+            if on_reply is not None:
+                on_reply(index, reply)
+
+    tasks = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(bodies))))]
+    try:
+        await asyncio.gather(*tasks)
+    except Exception:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return [r for r in replies if r is not None]
+
+
+async def _trial(
+    client: EngineClient,
+    spec: ChallengeSpec,
+    model: str,
+    prompts: Sequence[Prompt],
+    index: int,
+    tokenize: Tokenize | None,
+    progress: TpsProgress | None,
+) -> tuple[TrialResult, list[RequestRecord]]:
+    tps = spec.tps
+    chosen = list(itertools.islice(itertools.cycle(prompts), tps.num_prompts))
+    bodies = [workload_body(spec, model, p["prompt"]) for p in chosen]
+    records: list[RequestRecord] = []
+    stage = f"tps trial {index + 1}/{tps.trials}"
+    passes = 0
+    done = 0
+
+    def tick(_index: int, _reply: Reply) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(stage, done, tps.num_prompts * (passes + 1))
+
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    while True:
+        replies = await run_requests(
+            client,
+            bodies,
+            path=tps.endpoint,
+            concurrency=tps.concurrency,
+            kind=f"TPS trial {index + 1} request",
+            on_reply=tick,
+        )
+        for prompt, reply in zip(chosen, replies, strict=True):
+            counted, source = count_reply(reply, spec, tokenize)
+            records.append(
+                RequestRecord(
+                    prompt_id=str(prompt["id"]),
+                    trial=index,
+                    pass_index=passes,
+                    token_ids=reply.token_ids,
+                    prompt_token_ids=reply.prompt_token_ids,
+                    text=reply.text,
+                    latency_s=reply.latency_s,
+                    usage=reply.usage,
+                    finish_reason=reply.finish_reason,
+                    counted_tokens=counted,
+                    count_source=source,
+                )
+            )
+        passes += 1
+        if time.perf_counter() - t0 >= tps.min_trial_seconds:
+            break
+    seconds = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    trial = TrialResult(
+        index=index,
+        tokens=sum(r.counted_tokens for r in records),
+        seconds=seconds,
+        requests=len(records),
+        passes=passes,
+        cpu_s=cpu,
+    )
+    return trial, records
+
+
+async def warm_up(
+    client: EngineClient, spec: ChallengeSpec, model: str, public_prompts: Sequence[Prompt]
+) -> float:
+    """Untimed warm-up requests on the public prompts; returns how long they took."""
+    n = spec.tps.warmup_requests
+    if n <= 0:
+        return 0.0
+    if not public_prompts:
+        raise UsageError("the TPS warm-up needs public prompts", where="public_prompts")
+    chosen = list(itertools.islice(itertools.cycle(public_prompts), n))
+    t0 = time.perf_counter()
+    await run_requests(
+        client,
+        [workload_body(spec, model, p["prompt"]) for p in chosen],
+        path=spec.tps.endpoint,
+        concurrency=spec.tps.concurrency,
+        kind="warm-up request",
+    )
+    return time.perf_counter() - t0
+
+
+async def measure_tps(
+    client: EngineClient,
+    spec: ChallengeSpec,
+    prompts: Sequence[Prompt],
+    *,
+    model: str,
+    warmup_prompts: Sequence[Prompt] = (),
+    tokenize: Tokenize | None = None,
+    progress: TpsProgress | None = None,
+) -> TpsResult:
+    """Warm up, then run ``spec.tps.trials`` timed trials and summarise them."""
+    if not prompts:
+        raise UsageError("the TPS stage needs prompts", where="prompts")
+    warmup_s = await warm_up(client, spec, model, warmup_prompts)
+    trials: list[TrialResult] = []
+    records: list[RequestRecord] = []
+    for index in range(spec.tps.trials):
+        trial, trial_records = await _trial(client, spec, model, prompts, index, tokenize, progress)
+        trials.append(trial)
+        records.extend(trial_records)
+    findings: list[Finding] = []
+    uncounted = [r for r in records if r.count_source == "none"]
+    if uncounted:
+        findings.append(
+            Finding(
+                "tps.token-count",
+                "error",
+                f"{len(uncounted)} of {len(records)} timed answers carry no token ids, so "
+                "their generated tokens could not be counted (counted as 0)",
+                hint="return 'token_ids' when the request asks 'return_token_ids': true",
+            )
+        )
+    return TpsResult(
+        summary=summarize([t.tps for t in trials]),
+        trials=trials,
+        records=records,
+        findings=findings,
+        warmup_seconds=warmup_s,
+        tokens_per_trial=spec.tps.tokens_per_trial,
+        concurrency=spec.tps.concurrency,
+        max_tokens=spec.tps.max_tokens,
+    )

@@ -1,0 +1,83 @@
+"""The ``integrity.isolation`` check: is the sandbox really closed?
+
+Two kinds of evidence: the running container's configuration as the Docker engine
+reports it (internal network, no published ports, read-only root, capabilities dropped,
+no-new-privileges, only the weights mounted and read-only), and, where the image has a
+Python, a probe executed inside the container that tries to reach outside addresses,
+resolve a public name, write to the root filesystem and see the held-out files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from schemas.findings import Finding
+
+CHECK_ID = "integrity.isolation"
+
+
+def _config_problems(desc: dict[str, Any]) -> list[str]:
+    c = desc.get("container") or {}
+    host = c.get("HostConfig") or {}
+    net = desc.get("network") or {}
+    problems = []
+    if not net.get("Internal"):
+        problems.append("the engine's network is not internal (it has a route out)")
+    nets = (c.get("NetworkSettings") or {}).get("Networks") or {}
+    if set(nets) != {net.get("Name")}:
+        problems.append(f"the container is attached to other networks: {sorted(nets)}")
+    if host.get("PortBindings"):
+        problems.append("ports are published on the host")
+    if not host.get("ReadonlyRootfs"):
+        problems.append("the root filesystem is writable")
+    if [x.upper() for x in host.get("CapDrop") or []] != ["ALL"]:
+        problems.append(f"capabilities are not all dropped: {host.get('CapDrop')}")
+    if host.get("CapAdd"):
+        problems.append(f"capabilities were added: {host.get('CapAdd')}")
+    if not any("no-new-privileges" in s for s in host.get("SecurityOpt") or []):
+        problems.append("no-new-privileges is not set")
+    if host.get("Privileged"):
+        problems.append("the container is privileged")
+    for m in c.get("Mounts") or []:
+        if m.get("Type") == "bind" and (m.get("Destination") != "/model" or m.get("RW")):
+            problems.append(
+                f"unexpected mount {m.get('Source')} -> {m.get('Destination')} (rw={m.get('RW')})"
+            )
+    return problems
+
+
+def _probe_problems(probe: dict[str, Any], forbidden: list[Path]) -> list[str]:
+    problems = []
+    for target, result in (probe.get("egress") or {}).items():
+        if result == "connected":
+            problems.append(f"the engine reached {target}")
+    if probe.get("dns") == "resolved":
+        problems.append("the engine resolved a public host name")
+    if probe.get("root_writable"):
+        problems.append("the engine wrote to its root filesystem")
+    for path, seen in (probe.get("paths") or {}).items():
+        if seen:
+            problems.append(f"the engine can see {path}")
+    return problems
+
+
+def judge_isolation(
+    desc: dict[str, Any], probe: dict[str, Any] | None, forbidden: list[Path]
+) -> tuple[str, str, dict[str, Any], list[Finding]]:
+    problems = _config_problems(desc)
+    observed: dict[str, Any] = {"configuration_checked": True, "probe": probe}
+    if probe and "error" not in probe:
+        problems += _probe_problems(probe, forbidden)
+        how = "configuration and an in-container probe"
+    else:
+        how = "configuration only (the image has no python3 for a probe)"
+    if problems:
+        findings = [Finding(CHECK_ID, "error", f"sandbox not closed: {p}") for p in problems]
+        return (
+            "fail",
+            f"{len(problems)} isolation problem(s) ({how})",
+            {**observed, "problems": problems},
+            findings,
+        )
+    return "pass", f"no route out, held-out files invisible, root read-only ({how})", observed, []

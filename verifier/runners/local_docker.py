@@ -1,0 +1,254 @@
+"""The ``local-docker`` runner: rebuild without cache, then run in a closed sandbox.
+
+Rebuild: the image is built from the bundle's own files with no cache, from the base
+image the manifest pins (by registry digest, or by local image id for locally built
+bases); an image the participant built is never used.
+
+Sandbox: an ``internal`` network of its own (no route out; the host reaches the engine
+on that network's address), read-only root, tmpfs scratch, every capability dropped,
+no-new-privileges, pid/memory/CPU limits, the GPU when the spec has one, the verifier's
+pinned weights mounted read-only at ``/model``; the held-out data is never mounted.
+Containers and networks carry the label ``podium.sandbox`` so leftovers from an earlier
+run are found and removed before a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from podium import dockerx
+from podium.errors import DockerError
+from podium.extras import require
+from schemas.challenge import ChallengeSpec
+from schemas.findings import Finding
+from schemas.manifest import Manifest
+from verifier.runners.base import EngineHandle, RunnerInfo
+
+LABEL = "podium.sandbox"
+
+_PROBE = r"""
+import json, os, socket, sys
+out = {"egress": {}, "dns": None, "paths": {}}
+for host, port in (("1.1.1.1", 53), ("8.8.8.8", 443), ("93.184.216.34", 80)):
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, port)); out["egress"][f"{host}:{port}"] = "connected"
+    except OSError as exc:
+        out["egress"][f"{host}:{port}"] = type(exc).__name__ + ": " + str(exc)[:80]
+    finally:
+        s.close()
+try:
+    socket.getaddrinfo("huggingface.co", 443); out["dns"] = "resolved"
+except OSError as exc:
+    out["dns"] = type(exc).__name__
+for p in sys.argv[1:]:
+    out["paths"][p] = os.path.exists(p)
+try:
+    open("/podium-write-probe", "w").close(); out["root_writable"] = True
+except OSError:
+    out["root_writable"] = False
+print(json.dumps(out))
+"""
+
+
+def base_image_arg(manifest: Manifest, client: Any) -> str:
+    """The FROM reference for the rebuild; refuses a base that does not match its pin."""
+    ref, digest = manifest.engine.base_image.ref, manifest.engine.base_image.digest
+    info = dockerx.image_info(client, ref)
+    repo_digests = [d.split("@", 1)[1] for d in info.get("repo_digests", []) if "@" in d]
+    if info["id"] == digest:
+        return digest  # a locally built base, pinned by image id
+    if digest in repo_digests:
+        return f"{ref.split('@')[0]}@{digest}"
+    raise DockerError(
+        f"base image {ref} is {info['id'][:19]}, but the manifest pins {digest[:19]}",
+        hint="the organizer must hold the exact base image the bundle was frozen against",
+        where=ref,
+    )
+
+
+def remove_leftovers(client: Any) -> int:
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        c.remove(force=True)
+        removed += 1
+    for n in client.networks.list(filters={"label": LABEL}):
+        n.remove()
+        removed += 1
+    return removed
+
+
+class LocalDockerRunner:
+    info = RunnerInfo(name="local-docker", can_verify=True)
+
+    def __init__(self, *, run_id: str | None = None, gpu: bool | None = None):
+        self.run_id = run_id or secrets.token_hex(6)
+        self.gpu = gpu
+        self.client: Any = None
+        self.image_id: str | None = None
+        self.manifest: Manifest | None = None
+        self._containers: list[Any] = []
+        self._networks: list[Any] = []
+
+    def _client(self) -> Any:
+        if self.client is None:
+            self.client = dockerx.connect()
+        return self.client
+
+    def prepare(
+        self, bundle_root: Path, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> dict[str, Any]:
+        import json
+
+        client = self._client()
+        left = remove_leftovers(client)
+        if left:
+            on_log(f"removed {left} container(s)/network(s) left from an earlier run")
+        manifest = Manifest.from_dict(json.loads((bundle_root / "manifest.json").read_text()))
+        self.manifest = manifest
+        base = base_image_arg(manifest, client)
+        started = time.monotonic()
+        image_id, _log = dockerx.build_image(
+            client,
+            bundle_root,
+            tag=f"podium-verify/{self.run_id}:latest",
+            dockerfile=manifest.engine.dockerfile,
+            buildargs={"BASE_IMAGE": base},
+            nocache=True,
+            timeout_s=spec.limits.build_s,
+            on_log=on_log,
+        )
+        self.image_id = image_id
+        info = dockerx.image_info(client, image_id)
+        return {
+            "id": image_id,
+            "base_image": base,
+            "size_bytes": int(info.get("size") or 0),
+            "build_seconds": round(time.monotonic() - started, 3),
+        }
+
+    def start(self, spec: ChallengeSpec, *, model_dir: Path) -> EngineHandle:
+        assert self.image_id is not None and self.manifest is not None, "prepare() first"
+        client = self._client()
+        docker = require("docker", extra="docker")
+        labels = {LABEL: "1", "podium.run": self.run_id}
+        try:
+            net = client.networks.create(
+                f"podium-sbx-{self.run_id}", driver="bridge", internal=True, labels=labels
+            )
+            self._networks.append(net)
+            port = self.manifest.engine.port
+            env = {
+                **(self.manifest.engine.env or {}),
+                "MODEL_PATH": "/model",
+                "PORT": str(port),
+                "SERVED_MODEL_NAME": self.manifest.engine.served_model_name or "model",
+                "HF_HUB_OFFLINE": "1",
+            }
+            limits = spec.limits
+            want_gpu = spec.hardware.accelerator == "gpu" if self.gpu is None else self.gpu
+            kwargs: dict[str, Any] = {
+                "environment": env,
+                "labels": labels,
+                "network": net.name,
+                "read_only": True,
+                "tmpfs": {"/tmp": "rw,nosuid,nodev,size=1g"},
+                "cap_drop": ["ALL"],
+                "security_opt": ["no-new-privileges"],
+                "pids_limit": limits.pids or 1024,
+                "volumes": {str(model_dir): {"bind": "/model", "mode": "ro"}},
+                "shm_size": "8g" if want_gpu else "256m",
+                "detach": True,
+            }
+            if limits.memory_bytes:
+                kwargs["mem_limit"] = limits.memory_bytes
+                kwargs["memswap_limit"] = limits.memory_bytes
+            if limits.cpus:
+                kwargs["nano_cpus"] = int(limits.cpus * 1e9)
+            if want_gpu:
+                kwargs["device_requests"] = [
+                    docker.types.DeviceRequest(count=1, capabilities=[["gpu"]])
+                ]
+            container = client.containers.create(
+                self.image_id, name=f"podium-engine-{self.run_id}", **kwargs
+            )
+            self._containers.append(container)
+            container.start()
+            container.reload()
+            ip = container.attrs["NetworkSettings"]["Networks"][net.name]["IPAddress"]
+        except Exception as exc:  # docker-py errors: translated in one place
+            raise dockerx.translate(exc) from exc
+
+        def is_alive() -> bool:
+            try:
+                container.reload()
+            except Exception:
+                return False
+            return bool(container.status == "running")
+
+        def logs(n: int) -> str:
+            try:
+                data: bytes = container.logs(tail=200)
+            except Exception:
+                return ""
+            return data.decode("utf-8", "replace")[-n:]
+
+        def stop() -> None:
+            with contextlib.suppress(Exception):
+                container.stop(timeout=10)
+
+        def describe() -> dict[str, Any]:
+            container.reload()
+            return {"container": container.attrs, "network": client.networks.get(net.id).attrs}
+
+        return EngineHandle(
+            base_url=f"http://{ip}:{port}",
+            is_alive=is_alive,
+            logs=logs,
+            stop=stop,
+            describe=describe,
+        )
+
+    def isolation(
+        self, handle: EngineHandle, *, forbidden_paths: list[Path]
+    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
+        from verifier.isolation import judge_isolation
+
+        container = self._containers[-1] if self._containers else None
+        probe: dict[str, Any] | None = None
+        if container is not None:
+            probe = self._probe(container, [str(p) for p in forbidden_paths])
+        return judge_isolation(handle.describe(), probe, forbidden_paths)
+
+    def _probe(self, container: Any, paths: list[str]) -> dict[str, Any] | None:
+        import json
+
+        try:
+            code, out = container.exec_run(["python3", "-c", _PROBE, *paths], demux=False)
+        except Exception:
+            return None  # the image has no python3: configuration evidence only
+        if code != 0:
+            return {"error": (out or b"").decode("utf-8", "replace")[-300:]}
+        try:
+            result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+            return result
+        except (ValueError, IndexError):
+            return None
+
+    def cleanup(self) -> None:
+        for c in self._containers:
+            with contextlib.suppress(Exception):
+                c.remove(force=True)
+        for n in self._networks:
+            with contextlib.suppress(Exception):
+                n.remove()
+        self._containers.clear()
+        self._networks.clear()
+        if self.image_id and self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.images.remove(self.image_id, force=True)

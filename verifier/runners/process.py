@@ -1,0 +1,138 @@
+"""The ``process`` runner: the engine as a plain local process.
+
+For participants' self-checks and for the verifier's own reference engine. There is no
+sandbox, so a result from this runner is never VERIFIED. It runs engines of kind
+``baseline`` from the bundle's own copy of the engine code (``engine/`` in the bundle),
+or podium's shipped baseline engine when ``engine_root`` is None (the reference).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from podium.errors import UsageError
+from schemas.challenge import ChallengeSpec
+from schemas.findings import Finding
+from verifier.runners.base import EngineHandle, RunnerInfo
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tail(path: Path, n: int) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-n:].decode("utf-8", "replace")
+
+
+class ProcessRunner:
+    info = RunnerInfo(name="process", can_verify=False)
+
+    def __init__(
+        self,
+        *,
+        engine_root: Path | None = None,
+        served_model_name: str = "model",
+        env: dict[str, str] | None = None,
+        device: str = "cpu",
+    ):
+        self.engine_root = engine_root
+        self.served_model_name = served_model_name
+        self.env = env or {}
+        self.device = device
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._logdir = Path(tempfile.mkdtemp(prefix="podium-engine-"))
+
+    def prepare(
+        self, bundle_root: Path, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> dict[str, Any]:
+        engine_dir = bundle_root / "engine"
+        if not (engine_dir / "engines" / "baseline").is_dir():
+            raise UsageError(
+                "the process runner runs baseline engines only, and this bundle has no "
+                "engine/engines/baseline",
+                hint="use --runner local-docker for vllm and custom engines",
+            )
+        self.engine_root = engine_dir
+        on_log(f"process runner: engine code from {engine_dir}")
+        return {}
+
+    def start(self, spec: ChallengeSpec, *, model_dir: Path) -> EngineHandle:
+        port = free_port()
+        log_path = self._logdir / f"engine-{port}.log"
+        env = {**os.environ, **self.env}
+        if self.engine_root is not None:
+            env["PYTHONPATH"] = str(self.engine_root)
+        else:  # podium's own shipped engine package
+            env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        cmd = [
+            sys.executable,
+            "-m",
+            "engines.baseline",
+            "--model",
+            str(model_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--served-model-name",
+            self.served_model_name,
+            "--device",
+            self.device,
+        ]
+        log = open(log_path, "wb")  # noqa: SIM115 - owned by the process for its lifetime
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+        self._procs.append(proc)
+
+        def stop() -> None:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=10)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+
+        return EngineHandle(
+            base_url=f"http://127.0.0.1:{port}",
+            is_alive=lambda: proc.poll() is None,
+            logs=lambda n: tail(log_path, n),
+            stop=stop,
+            describe=lambda: {"runner": "process", "pid": proc.pid, "command": cmd},
+        )
+
+    def isolation(
+        self, handle: EngineHandle, *, forbidden_paths: list[Path]
+    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
+        return (
+            "skip",
+            "a plain process has no sandbox: the result cannot be VERIFIED",
+            {"runner": "process"},
+            [],
+        )
+
+    def cleanup(self) -> None:
+        for proc in self._procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        self._procs.clear()
