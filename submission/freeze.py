@@ -25,7 +25,7 @@ import podium
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
-from schemas.manifest import Manifest
+from schemas.manifest import Dependency, Manifest
 from schemas.validate import read_json
 from submission.config import SubmissionConfig
 from submission.defaults import ENGINE_CONFIG_FILE, GENERATED_FILES, MANIFEST_FILE
@@ -157,8 +157,18 @@ def build_manifest(
     *,
     directory: Path,
     base_digest: str,
+    vendored: bool = False,
 ) -> Manifest:
     deps, _ = read_requirements(directory)
+    if vendored:  # the engine code is podium's own, pinned by podium's version
+        deps = [
+            *deps,
+            Dependency(
+                name="podium-baseline-engine",
+                version=podium.__version__,
+                spec="vendored into engine/engines",
+            ),
+        ]
     engine: dict[str, Any] = {
         "kind": cfg.kind,
         "config": frozen_config(cfg),
@@ -201,6 +211,26 @@ def build_manifest(
     return Manifest.parse(doc, file=MANIFEST_FILE)
 
 
+def vendored_engine(kind: str, files: list[LocalFile]) -> list[LocalFile]:
+    """podium's baseline engine code, for a baseline submission that does not carry its own.
+
+    A participant who changes the engine keeps a copy under ``engine/engines/`` (``podium
+    submission init`` writes one); one who only tunes knobs lets freeze add the shipped
+    code, hashed in the manifest like every other file.
+    """
+    if kind != "baseline" or any(f.path.startswith("engine/engines/") for f in files):
+        return []
+    from submission.scaffold import engines_source
+
+    src = engines_source()
+    out = []
+    for path in [src / "__init__.py", *sorted((src / "baseline").rglob("*.py"))]:
+        st = path.stat()
+        rel = path.relative_to(src).as_posix()
+        out.append(LocalFile(f"engine/engines/{rel}", path, st.st_size, st.st_mtime, False))
+    return out
+
+
 def freeze(
     directory: Path,
     *,
@@ -220,7 +250,11 @@ def freeze(
     files, problems = scan_files(directory, exclude=exclude)
     if problems:  # the directory changed since validation
         return Frozen(directory, None, checked.findings + problems)
-    manifest = build_manifest(cfg, spec, files, directory=directory, base_digest=digest)
+    vendored = vendored_engine(cfg.kind, files)
+    files = sorted(files + vendored, key=lambda f: f.path)
+    manifest = build_manifest(
+        cfg, spec, files, directory=directory, base_digest=digest, vendored=bool(vendored)
+    )
     if write:
         _write_if_changed(directory / MANIFEST_FILE, manifest_text(manifest))
     return Frozen(directory, manifest, checked.findings, files, pin)
