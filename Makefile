@@ -1,4 +1,5 @@
 # podium's entry points. Each target sets up what it needs on a fresh machine:
+#   make demo    venv + Docker engine + base images, then package, verify, publish, show
 #   make test    venv + Docker engine + base images + lint + the test suite (what CI runs)
 #   make lint    ruff check, ruff format --check, mypy
 #   make docker  install/start the Docker engine and build the local base images (root)
@@ -11,7 +12,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.podium-installed
 ARTIFACTS := test-artifacts
 
-.PHONY: venv docker lint test demo bench
+.PHONY: venv docker browser lint test demo bench
 
 venv: $(STAMP)
 
@@ -25,18 +26,24 @@ $(STAMP): pyproject.toml
 docker:
 	bash scripts/setup-docker.sh
 
+# Headless Chromium for the browser tests (Debian's package; no browser download).
+browser:
+	command -v chromium >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		chromium chromium-driver fonts-dejavu-core; }
+
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: venv docker lint
+test: venv docker browser lint
 	mkdir -p $(ARTIFACTS)
-	PODIUM_REQUIRE_DOCKER=1 $(VENV)/bin/pytest -m "not gpu" -p no:cacheprovider \
+	PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1 $(VENV)/bin/pytest -m "not gpu" -p no:cacheprovider \
 		--junitxml=$(ARTIFACTS)/junit.xml
 
-demo: venv
-	$(VENV)/bin/podium --help
+demo: venv docker
+	bash scripts/demo.sh
 
 bench: venv
 	if [[ -f bench/__init__.py || -f bench/__main__.py ]]; then $(PY) -m bench; \

@@ -25,7 +25,7 @@ from podium.errors import PodiumError
 from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
-from schemas.report import FAILED, CheckResult, Failure, Stage
+from schemas.report import FAILED, UNOFFICIAL, CheckResult, Failure, Stage
 from verifier.datasets import EvaluationSets, evaluation_sets
 from verifier.fingerprint import (
     Fingerprint,
@@ -37,7 +37,7 @@ from verifier.harness import compare_greedy_identity, run_harness
 from verifier.intake import Intake, intake
 from verifier.report import build_report, now_iso, sign_report, write_report
 from verifier.runners.base import EngineHandle, Runner
-from verifier.verdict import decide
+from verifier.verdict import decide, missing_checks, required_checks
 from verifier.weights import pinned_model
 
 LOG_TAIL = 4000
@@ -131,6 +131,8 @@ def _environment(run: _Run, runner: Runner) -> None:
     run.fp = take_fingerprint(docker_version)
     run.official, hw = hardware_findings(run.req.spec.hardware, run.fp)
     run.findings += hw
+    if getattr(runner, "gpu", False) is None:  # ask for a GPU only where there is one
+        runner.gpu = bool(run.fp.gpus) and run.req.spec.hardware.accelerator == "gpu"  # type: ignore[attr-defined]
     busy = clean_gpu_findings(run.fp)
     if busy:
         raise PodiumError(busy[0].message, hint=busy[0].hint, where="environment")
@@ -269,6 +271,10 @@ def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:
 def _finish(run: _Run, started: str) -> Outcome:
     req, spec = run.req, run.req.spec
     runner_info = req.runner.info
+    failed_check = next((c for c in run.checks if c.status == "error"), None)
+    if run.failure is None and failed_check is not None:
+        run.fail("integrity", f"{failed_check.id}: {failed_check.summary}")
+    required = required_checks(spec, reported_tps=req.reported_tps)
     verdict = decide(
         failed=run.failure is not None,
         findings=run.findings,
@@ -276,7 +282,17 @@ def _finish(run: _Run, started: str) -> Outcome:
         official_hardware=run.official,
         runner_can_verify=runner_info.can_verify,
         self_check=req.self_check,
+        required=required,
     )
+    if verdict == UNOFFICIAL and run.official and runner_info.can_verify and not req.self_check:
+        missing = missing_checks(run.checks, required)
+        run.findings.append(
+            Finding(
+                "verdict.checks-missing",
+                "warning",
+                f"required checks did not pass: {', '.join(missing)}",
+            )
+        )
     intake_ = run.intake
     manifest = intake_.manifest if intake_ else None
     submission: dict[str, Any] = {

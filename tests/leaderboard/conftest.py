@@ -11,11 +11,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from factories import seeded_records  # noqa: E402
-from hubserver import FakeHub, allow_hub_requests  # noqa: E402
+from factories import seeded_records
+from hubserver import FakeHub, allow_hub_requests
 
-from leaderboard.stores.local import LocalStore  # noqa: E402
-from podium.signing import KeyPair, write_keypair  # noqa: E402
+from leaderboard.stores.local import LocalStore
+from podium.signing import KeyPair, write_keypair
 
 
 @pytest.fixture(scope="session")

@@ -192,13 +192,18 @@ def publish_worker(args: tuple[str, bytes, int, int, int]) -> tuple[int, int]:
     keypair = KeyPair(key)
     store = open_store(url)
     records = [
-        make_record(keypair, team=f"team-{worker}", entry=f"e{i}", tps=100.0 + worker * 1000 + i,
-                    serial=worker * 10_000 + i)
+        make_record(
+            keypair,
+            team=f"team-{worker}",
+            entry=f"e{i}",
+            tps=100.0 + worker * 1000 + i,
+            serial=worker * 10_000 + i,
+        )
         for i in range(count)
     ]
     added = 0
     for start in range(0, count, batch):
-        added += len(store.publish(records[start:start + batch]).added)
+        added += len(store.publish(records[start : start + batch]).added)
     again = store.publish(records[:batch])
     assert not again.added, f"worker {worker} re-added {again.added}"
     return added, len(again.already_present)

@@ -118,7 +118,9 @@ def test_eight_processes_publishing_to_the_hub_lose_nothing(
     fake_hub.inject(429, 6, endpoint="commit", retry_after=0.05)
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(8) as pool:
-        results = pool.map(publish_worker, [(url, keypair.private_pem(), w, 50, 5) for w in range(8)])
+        results = pool.map(
+            publish_worker, [(url, keypair.private_pem(), w, 50, 5) for w in range(8)]
+        )
     assert results == [(50, 5)] * 8
     files = fake_hub.files(REPO)
     assert sum(p.startswith("records/") for p in files) == 400

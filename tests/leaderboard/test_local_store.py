@@ -43,7 +43,9 @@ def test_open_store_default_and_env(tmp_path: Path, monkeypatch) -> None:
     assert open_store().url == str(tmp_path / "elsewhere")
 
 
-def test_publishing_a_batch_with_duplicates_stores_each_once(keypair: KeyPair, tmp_path: Path) -> None:
+def test_publishing_a_batch_with_duplicates_stores_each_once(
+    keypair: KeyPair, tmp_path: Path
+) -> None:
     recs = [make_record(keypair, serial=i) for i in range(3)]
     store = LocalStore(tmp_path / "s")
     result = store.publish(recs + recs)

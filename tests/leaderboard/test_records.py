@@ -50,10 +50,14 @@ def test_different_verifications_get_different_ids(keypair: KeyPair) -> None:
     ("kwargs", "reason"),
     [
         (dict(verdict="REJECTED", ppl=2.437), "PPL 2.437 > cap 2.415"),
-        (dict(verdict="FAILED", tps=None, ppl=None),
-         "rebuild: docker build failed: no such file requirements.txt"),
-        (dict(verdict="UNOFFICIAL", official_hardware=False),
-         "not measured on the challenge's official hardware"),
+        (
+            dict(verdict="FAILED", tps=None, ppl=None),
+            "rebuild: docker build failed: no such file requirements.txt",
+        ),
+        (
+            dict(verdict="UNOFFICIAL", official_hardware=False),
+            "not measured on the challenge's official hardware",
+        ),
     ],
 )
 def test_reason_is_one_line_for_each_verdict(keypair: KeyPair, kwargs, reason: str) -> None:

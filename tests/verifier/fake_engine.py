@@ -9,8 +9,12 @@ token (``ord(c) mod 64``, BOS 2 first) and token ``t`` decodes to ``chr(0x100 + 
 ``Misbehave`` switches turn it into each engine the verifier must catch: raw logits
 instead of log-probabilities, wrong prompt ids, lying usage, early stops, EOS padding,
 answers replayed from a cache, a decode path that differs from the scoring path,
-hanging, crashing. ``rate`` paces generation at exactly that many tokens per second
-(per request, from the moment the request is read).
+hanging, crashing. ``rate`` paces generation at exactly that many tokens per second on
+each connection's own clock: a request starts where the connection's previous one ended
+when it arrives within ``CREDIT_S`` of that end (the few milliseconds of HTTP and thread
+wake-up between two requests of one stream are not idle time), else when it arrives.
+So a late wake-up does not accumulate over a trial, while a real stall in the client
+(tens of milliseconds per request) still shows in its measurement.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ VOCAB = 64
 EOS = 1
 BOS = 2
 MODEL_ID = "fake/arith-64"
+CREDIT_S = 0.01
 
 
 def argmax_next(prev: int, shift: int = 0) -> int:
@@ -98,6 +103,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+    _ended: float | None = None  # when this connection's last paced answer was due
 
     def setup(self) -> None:
         super().setup()
@@ -138,13 +144,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path not in ("/v1/completions", "/v1/chat/completions"):
             self._send(404, {"error": {"message": "not found"}})
             return
-        started = time.perf_counter()
+        arrived = time.perf_counter()
+        ended = self._ended
+        started = ended if ended is not None and arrived - ended < CREDIT_S else arrived
         with engine.in_flight():
             answer, gen = engine.answer(self.path, body)
             if body.get("stream"):
                 self._stream(answer, gen, started, body)
                 return
-            engine.pace(started, len(gen), body)
+            self._ended = engine.pace(started, len(gen), body)
             self._send(200, answer)
 
     def _stream(self, answer: dict[str, Any], gen: list[int], started: float, body: Any) -> None:
@@ -243,12 +251,15 @@ class FakeEngine:
             self._seen.add(key)
         return seen and self.bad.cache_replies
 
-    def pace(self, started: float, tokens: int, body: Any) -> None:
+    def pace(self, started: float, tokens: int, body: Any) -> float | None:
+        """Sleep until ``tokens`` are due; return when they were due (None: unpaced)."""
         if self.rate is None or body.get("_cached"):
-            return
-        delay = started + tokens / self.rate - time.perf_counter()
+            return None
+        due = started + tokens / self.rate
+        delay = due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
+        return due
 
     # -- the "model" ----------------------------------------------------------------------
 

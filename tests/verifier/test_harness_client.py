@@ -78,7 +78,7 @@ def test_a_dropped_connection_is_an_engine_error() -> None:
 def test_a_hung_engine_times_out_within_the_request_timeout() -> None:
     with FakeEngine(bad=Misbehave(hang=True)) as engine:
         start = time.monotonic()
-        with pytest.raises(EngineTimeout, match="did not answer within 0.5 s"):
+        with pytest.raises(EngineTimeout, match=r"did not answer within 0\.5 s"):
             asyncio.run(_post(engine.url, BODY, timeout_s=0.5))
         assert time.monotonic() - start < 2.0
 

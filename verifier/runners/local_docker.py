@@ -193,7 +193,7 @@ class LocalDockerRunner:
 
         def logs(n: int) -> str:
             try:
-                data: bytes = container.logs(tail=200)
+                data: bytes = container.logs()
             except Exception:
                 return ""
             return data.decode("utf-8", "replace")[-n:]

@@ -1,0 +1,161 @@
+"""The web page in headless Chromium: ranked rows in order, a scatter, 10,000 rows."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from leaderboard.stores.local import LocalStore
+from leaderboard.views.web import build_site
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--virtual-time-budget=10000",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        CHROMIUM is None and os.environ.get("PODIUM_REQUIRE_BROWSER") != "1",
+        reason="headless Chromium is not installed (PODIUM_REQUIRE_BROWSER unset)",
+    ),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+            )
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer within {timeout}s")
+
+
+def chromium(*args: str, cwd: Path) -> str:
+    assert CHROMIUM is not None
+    out = subprocess.run(
+        [CHROMIUM, *FLAGS, *args], capture_output=True, timeout=120, cwd=cwd, check=True
+    )
+    return out.stdout.decode("utf-8", "replace")
+
+
+def ranked_teams(dom: str) -> list[str]:
+    rows = re.findall(r'<tr[^>]*class="ranked-row"[^>]*>(.*?)</tr>', dom, flags=re.S)
+    return [re.search(r'<td class="team">([^<]*)</td>', row).group(1) for row in rows]  # type: ignore[union-attr]
+
+
+def test_served_page_shows_ranked_rows_in_order_and_a_scatter(
+    seeded_store: LocalStore, tmp_path: Path
+) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "podium.cli.app",
+            "leaderboard",
+            "serve",
+            "--store",
+            seeded_store.url,
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        assert 'data-ready="1"' in dom
+        assert ranked_teams(dom) == ["otters", "falcons", "herons"]
+        others = re.findall(r'<td class="reason">([^<]*)</td>', dom)
+        assert "PPL 2.437 &gt; cap 2.415" in others
+        assert 'id="cap-line"' in dom and 'id="pareto"' in dom
+        assert 'data-verdict="VERIFIED" data-count="4"' in dom
+        shot = REPO_ROOT / "test-artifacts" / "leaderboard.png"
+        shot.parent.mkdir(exist_ok=True)
+        shot.unlink(missing_ok=True)
+        chromium(f"--screenshot={shot}", "--window-size=1280,900", url, cwd=tmp_path)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_ten_thousand_records_render_paginated(seeded_store: LocalStore, tmp_path: Path) -> None:
+    base = next(r for r in seeded_store.list_records() if r["verdict"] == "VERIFIED")
+    records = []
+    for i in range(10_000):
+        rec = copy.deepcopy(base)
+        rec["record_id"] = f"{i:032x}"
+        rec["team"] = f"team-{i:05d}"
+        rec["metrics"]["tps"] = 100.0 + i
+        rec["metrics"]["ppl"] = 2.2 + (i % 200) / 1000
+        rec["verdict"] = "VERIFIED" if i % 5 else "REJECTED"
+        records.append(rec)
+    site = tmp_path / "site"
+    build_site(records, site, store="synthetic")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(site),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        started = time.monotonic()
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        elapsed = time.monotonic() - started
+        assert 'data-ready="1"' in dom
+        teams = ranked_teams(dom)
+        assert len(teams) == 50 and teams[0] == "team-09999" and teams[1] == "team-09998"
+        assert "page 1 of 160 (8000 rows)" in dom
+        assert "10000 records" in dom
+        assert elapsed < 60
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -1,0 +1,146 @@
+"""The leaderboard commands: show ranks, verify catches tampering, export, publish, site."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from factories import make_report
+from typer.testing import CliRunner
+
+from leaderboard.records import verify_record
+from leaderboard.stores.local import LocalStore
+from podium.cli.app import app
+from podium.signing import KeyPair
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_show_ranks_verified_by_tps_and_lists_the_rest_apart(seeded_store: LocalStore) -> None:
+    res = invoke("leaderboard", "show", "--store", seeded_store.url, "--json")
+    assert res.exit_code == 0, res.output
+    (board,) = json.loads(res.stdout)["boards"]
+    ranked = [(r["rank"], r["team"], r["entry"]) for r in board["ranked"]]
+    assert ranked == [(1, "otters", "awq"), (2, "falcons", "fp8-a"), (3, "herons", "bf16")]
+    others = [(r["verdict"], r["team"], r["reason"]) for r in board["others"]]
+    assert others == [
+        ("UNOFFICIAL", "wrens", "not measured on the challenge's official hardware"),
+        ("REJECTED", "lynx", "PPL 2.437 > cap 2.415"),
+        ("FAILED", "moths", "rebuild: docker build failed: no such file requirements.txt"),
+    ]
+    every = json.loads(
+        invoke("leaderboard", "show", "--store", seeded_store.url, "--all", "--json").stdout
+    )["boards"][0]["ranked"]
+    assert [r["entry"] for r in every] == ["awq", "fp8-a", "fp8-b", "bf16"]
+
+
+def test_show_for_humans_has_the_table_and_the_reasons(seeded_store: LocalStore) -> None:
+    res = invoke("leaderboard", "show", "--store", seeded_store.url)
+    assert res.exit_code == 0
+    out = res.stdout
+    assert out.index("otters") < out.index("falcons") < out.index("herons") < out.index("lynx")
+    assert "PPL 2.437 > cap 2.415" in out and "2,500.0 [2,450.0, 2,550.0]" in out
+
+
+def test_verify_passes_a_clean_store_and_catches_one_altered_byte(
+    seeded_store: LocalStore, key_files: tuple[Path, Path]
+) -> None:
+    _, public = key_files
+    ok = invoke("leaderboard", "verify", "--store", seeded_store.url, "--pubkey", str(public))
+    assert ok.exit_code == 0 and "7 of 7 rows verified" in ok.stdout
+    victim = sorted((seeded_store.root / "records" / "tiny").glob("*.json"))[3]
+    data = bytearray(victim.read_bytes())
+    at = data.index(b'"tps": ') + len(b'"tps": ')
+    data[at] = ord("9") if data[at] != ord("9") else ord("8")  # one digit of the TPS
+    victim.write_bytes(bytes(data))
+    bad = invoke(
+        "leaderboard", "verify", "--store", seeded_store.url, "--pubkey", str(public), "--json"
+    )
+    assert bad.exit_code == 1
+    doc = json.loads(bad.stdout)
+    assert doc["good"] == 6 and [b["path"] for b in doc["bad"]] == [f"records/tiny/{victim.name}"]
+    assert "altered" in doc["bad"][0]["problem"]
+
+
+def test_verify_flags_unknown_keys_moved_rows_and_broken_json(
+    seeded_store: LocalStore, key_files: tuple[Path, Path]
+) -> None:
+    _, public = key_files
+    forger = KeyPair.generate()
+    from factories import make_record
+
+    seeded_store.publish([make_record(forger, team="forger", serial=77)])
+    files = sorted((seeded_store.root / "records" / "tiny").glob("*.json"))
+    moved = seeded_store.root / "records" / "other" / files[0].name
+    moved.parent.mkdir()
+    moved.write_bytes(files[0].read_bytes())
+    (seeded_store.root / "records" / "tiny" / ("0" * 32 + ".json")).write_text("{not json")
+    res = invoke(
+        "leaderboard", "verify", "--store", seeded_store.url, "--pubkey", str(public), "--json"
+    )
+    assert res.exit_code == 1
+    problems = " | ".join(b["problem"] for b in json.loads(res.stdout)["bad"])
+    assert "unknown key" in problems and "belongs at" in problems and "not valid JSON" in problems
+
+
+def test_export_writes_csv_parquet_and_json(
+    seeded_store: LocalStore, tmp_path: Path, keypair: KeyPair
+) -> None:
+    import pyarrow.parquet as pq
+
+    for fmt in ("csv", "parquet", "json"):
+        out = tmp_path / f"lb.{fmt}"
+        res = invoke(
+            "leaderboard", "export", "--store", seeded_store.url, "--format", fmt, "-o", str(out)
+        )
+        assert res.exit_code == 0 and out.stat().st_size > 0
+    with open(tmp_path / "lb.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 7 and {r["team"] for r in rows} >= {"otters", "lynx"}
+    table = pq.read_table(tmp_path / "lb.parquet")
+    assert table.num_rows == 7 and table.schema.field("tps").type == "double"
+    for text in table.column("record_json").to_pylist():
+        verify_record(json.loads(text), keypair.public_key)
+    assert len(json.loads((tmp_path / "lb.json").read_text())) == 7
+
+
+def test_publish_command_is_idempotent(
+    tmp_path: Path, keypair: KeyPair, key_files: tuple[Path, Path]
+) -> None:
+    private, _ = key_files
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(make_report(keypair, verdict="REJECTED", ppl=2.5)))
+    store = str(tmp_path / "store")
+    first = invoke(
+        "leaderboard", "publish", str(report), "--store", store, "--key", str(private), "--json"
+    )
+    assert first.exit_code == 0 and len(json.loads(first.stdout)["added"]) == 1
+    again = json.loads(
+        invoke(
+            "leaderboard", "publish", str(report), "--store", store, "--key", str(private), "--json"
+        ).stdout
+    )
+    assert again["added"] == [] and len(again["already_present"]) == 1
+    assert again["records"][0]["reason"] == "PPL 2.500 > cap 2.415"
+    assert len(LocalStore(store).list_records()) == 1
+
+
+def test_build_site_writes_a_static_space(seeded_store: LocalStore, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    res = invoke("leaderboard", "build-site", "--store", seeded_store.url, "-o", str(out))
+    assert res.exit_code == 0
+    assert {p.name for p in out.iterdir()} == {
+        "index.html",
+        "app.js",
+        "style.css",
+        "records.json",
+        "README.md",
+    }
+    assert json.loads((out / "records.json").read_text())["count"] == 7
+    assert "sdk: static" in (out / "README.md").read_text()
+    assert "http" not in (out / "index.html").read_text().replace("http-equiv", "")

@@ -1,0 +1,162 @@
+"""End to end: a real bundle, rebuilt without cache, run in the Docker sandbox, judged.
+
+The honest baseline ends VERIFIED on the tiny challenge (whose hardware is a CPU); the
+same bundle under the fast-gemma hardware rule on a machine without an A10G ends
+UNOFFICIAL; each adversarial engine ends with its expected verdict and finding id.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from podium.signing import KeyPair
+from schemas.challenge import load_challenge
+from submission.bundle import package
+from verifier.pipeline import VerifyRequest, verify
+from verifier.runners.local_docker import LocalDockerRunner
+from verifier.runners.process import ProcessRunner
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "tiny-baseline"
+
+
+def make_bundle(tmp: Path, name: str, env: dict[str, str] | None = None) -> Path:
+    """The sample submission, optionally turned into an adversarial engine by its env."""
+    src = tmp / f"src-{name}"
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"))
+    toml = (src / "podium.toml").read_text()
+    toml = toml.replace('entry = "tiny-baseline"', f'entry = "{name}"')
+    if env:
+        engines = src / "engine" / "engines"
+        shutil.copytree(REPO / "engines" / "baseline", engines / "baseline",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
+        shutil.copy(REPO / "engines" / "adversarial.py", engines / "adversarial.py")
+        lines = "".join(f'{k} = "{v}"\n' for k, v in env.items())
+        toml = toml.replace("[engine.env]\n", "[engine.env]\n" + lines)
+    (src / "podium.toml").write_text(toml)
+    packaged = package(src, tmp / "dist", build=False)
+    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
+    return packaged.bundle.path
+
+
+def run_verify(bundle: Path, out: Path, *, spec_name: str = "tiny", key: KeyPair | None = None,
+               reported_tps: float | None = None) -> dict[str, Any]:
+    spec = load_challenge(spec_name)
+    req = VerifyRequest(
+        bundle=bundle, spec=spec, runner=LocalDockerRunner(), out_dir=out, key=key,
+        reported_tps=reported_tps,
+        reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
+    )
+    return verify(req).report
+
+
+def finding_ids(report: dict[str, Any]) -> set[str]:
+    return {f["check_id"] for f in report["findings"]}
+
+
+@pytest.fixture(scope="module")
+def key() -> KeyPair:
+    return KeyPair.generate()
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory: pytest.TempPathFactory, key: KeyPair) -> tuple[dict[str, Any], Path]:
+    tmp = tmp_path_factory.mktemp("honest")
+    bundle = make_bundle(tmp, "honest")
+    report = run_verify(bundle, tmp / "out", key=key)
+    return report, tmp / "out" / "report.json"
+
+
+def test_honest_baseline_is_verified_with_every_check_green(honest: tuple[dict[str, Any], Path]) -> None:
+    report, _ = honest
+    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    for check in ("ppl.cap", "integrity.same-path", "integrity.lengths", "integrity.caching",
+                  "integrity.isolation", "integrity.greedy-identity"):
+        assert statuses.get(check) == "pass", (check, statuses)
+    ppl = report["metrics"]["ppl"]
+    assert ppl["value"] <= ppl["cap"]
+    assert report["metrics"]["tps"]["median"] > 0
+    assert report["image"]["id"].startswith("sha256:")
+
+
+def test_tampered_report_fails_signature_check(honest: tuple[dict[str, Any], Path], key: KeyPair,
+                                               tmp_path: Path) -> None:
+    _, path = honest
+    pub = tmp_path / "k.pub"
+    pub.write_bytes(key.public_pem())
+    cli = [sys.executable, "-m", "podium.cli.app", "report", "verify"]
+    ok = subprocess.run([*cli, str(path), "--pubkey", str(pub)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    data = bytearray(path.read_bytes())
+    i = data.index(b'"verdict": "VERIFIED"') + len(b'"verdict": "')
+    data[i] = ord("X")  # one byte
+    bad = tmp_path / "tampered.json"
+    bad.write_bytes(bytes(data))
+    out = subprocess.run([*cli, str(bad), "--pubkey", str(pub)], capture_output=True, text=True)
+    assert out.returncode == 1
+
+
+def test_off_spec_hardware_is_unofficial_never_verified(tmp_path: Path) -> None:
+    """The fast-gemma hardware rule (exactly one NVIDIA A10G) on a machine without one."""
+    tiny = json.loads((REPO / "podium" / "data" / "challenges" / "tiny.json").read_text())
+    fast = json.loads((REPO / "podium" / "data" / "challenges" / "fast-gemma.json").read_text())
+    tiny["hardware"] = fast["hardware"]
+    spec_file = tmp_path / "tiny-on-a10g.json"
+    spec_file.write_text(json.dumps(tiny))
+    bundle = make_bundle(tmp_path, "offspec")
+    report = run_verify(bundle, tmp_path / "out", spec_name=str(spec_file))
+    assert report["verdict"] == "UNOFFICIAL"
+    assert "env.hardware" in finding_ids(report)
+    assert report["environment"]["official_hardware"] is False
+
+
+ADVERSARIES = [
+    ("InflatedUsage", {}, "REJECTED", "tps.usage-mismatch"),
+    ("PositiveLogprobs", {}, "REJECTED", "ppl.logprob-positive"),
+    ("SwitchPath", {}, "REJECTED", "integrity.same-path"),
+    ("EarlyStop", {}, "REJECTED", "integrity.lengths"),
+    ("Degraded", {}, "REJECTED", "ppl.cap"),
+    ("CachedReplies", {}, "REJECTED", "integrity.caching"),
+    ("Crash", {"ADVERSARY_AFTER": "4"}, "FAILED", None),
+    ("Hang", {"ADVERSARY_AFTER": "4"}, "FAILED", None),
+]
+
+
+@pytest.mark.parametrize(("name", "env", "verdict", "finding"), ADVERSARIES,
+                         ids=[a[0] for a in ADVERSARIES])
+def test_adversarial_engine_gets_expected_verdict(tmp_path: Path, name: str, env: dict[str, str],
+                                                  verdict: str, finding: str | None) -> None:
+    bundle = make_bundle(tmp_path, name.lower(), {"ENGINE_CLASS": f"engines.adversarial:{name}", **env})
+    report = run_verify(bundle, tmp_path / "out")
+    assert report["verdict"] == verdict, (report["findings"], report["failure"])
+    if finding is not None:
+        assert finding in finding_ids(report), report["findings"]
+    else:
+        assert report["failure"]["stage"] in ("ppl", "tps", "integrity")
+        assert report["failure"]["log_tail"]
+
+
+def test_escaping_engine_is_contained_and_verdict_unaffected(tmp_path: Path) -> None:
+    heldout_dir = REPO / "podium" / "data" / "tiny"  # where the verifier's held-out files are
+    bundle = make_bundle(tmp_path, "escape", {"ENGINE_CLASS": "engines.adversarial:Escape",
+                                              "ADVERSARY_PATHS": str(heldout_dir)})
+    report = run_verify(bundle, tmp_path / "out")
+    log = (tmp_path / "out" / "engine.log").read_text()
+    line = next(x for x in log.splitlines() if x.startswith("PODIUM-ATTEMPTS "))
+    attempts = json.loads(line.removeprefix("PODIUM-ATTEMPTS "))
+    assert attempts["connect"] and all(v != "connected" for v in attempts["connect"].values())
+    assert attempts["dns"] != "resolved"
+    assert attempts["jsonl_found"] == []
+    assert attempts["files"][str(heldout_dir)] is False
+    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
