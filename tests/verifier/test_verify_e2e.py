@@ -32,13 +32,18 @@ EXAMPLE = REPO / "examples" / "tiny-baseline"
 def make_bundle(tmp: Path, name: str, env: dict[str, str] | None = None) -> Path:
     """The sample submission, optionally turned into an adversarial engine by its env."""
     src = tmp / f"src-{name}"
-    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"))
+    shutil.copytree(
+        EXAMPLE, src, ignore=shutil.ignore_patterns("manifest.json", "engine-config.json")
+    )
     toml = (src / "podium.toml").read_text()
     toml = toml.replace('entry = "tiny-baseline"', f'entry = "{name}"')
     if env:
         engines = src / "engine" / "engines"
-        shutil.copytree(REPO / "engines" / "baseline", engines / "baseline",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / "engines" / "baseline",
+            engines / "baseline",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
         shutil.copy(REPO / "engines" / "adversarial.py", engines / "adversarial.py")
         lines = "".join(f'{k} = "{v}"\n' for k, v in env.items())
@@ -49,11 +54,21 @@ def make_bundle(tmp: Path, name: str, env: dict[str, str] | None = None) -> Path
     return packaged.bundle.path
 
 
-def run_verify(bundle: Path, out: Path, *, spec_name: str = "tiny", key: KeyPair | None = None,
-               reported_tps: float | None = None) -> dict[str, Any]:
+def run_verify(
+    bundle: Path,
+    out: Path,
+    *,
+    spec_name: str = "tiny",
+    key: KeyPair | None = None,
+    reported_tps: float | None = None,
+) -> dict[str, Any]:
     spec = load_challenge(spec_name)
     req = VerifyRequest(
-        bundle=bundle, spec=spec, runner=LocalDockerRunner(), out_dir=out, key=key,
+        bundle=bundle,
+        spec=spec,
+        runner=LocalDockerRunner(),
+        out_dir=out,
+        key=key,
         reported_tps=reported_tps,
         reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
     )
@@ -77,12 +92,20 @@ def honest(tmp_path_factory: pytest.TempPathFactory, key: KeyPair) -> tuple[dict
     return report, tmp / "out" / "report.json"
 
 
-def test_honest_baseline_is_verified_with_every_check_green(honest: tuple[dict[str, Any], Path]) -> None:
+def test_honest_baseline_is_verified_with_every_check_green(
+    honest: tuple[dict[str, Any], Path],
+) -> None:
     report, _ = honest
     assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
     statuses = {c["id"]: c["status"] for c in report["checks"]}
-    for check in ("ppl.cap", "integrity.same-path", "integrity.lengths", "integrity.caching",
-                  "integrity.isolation", "integrity.greedy-identity"):
+    for check in (
+        "ppl.cap",
+        "integrity.same-path",
+        "integrity.lengths",
+        "integrity.caching",
+        "integrity.isolation",
+        "integrity.greedy-identity",
+    ):
         assert statuses.get(check) == "pass", (check, statuses)
     ppl = report["metrics"]["ppl"]
     assert ppl["value"] <= ppl["cap"]
@@ -90,8 +113,9 @@ def test_honest_baseline_is_verified_with_every_check_green(honest: tuple[dict[s
     assert report["image"]["id"].startswith("sha256:")
 
 
-def test_tampered_report_fails_signature_check(honest: tuple[dict[str, Any], Path], key: KeyPair,
-                                               tmp_path: Path) -> None:
+def test_tampered_report_fails_signature_check(
+    honest: tuple[dict[str, Any], Path], key: KeyPair, tmp_path: Path
+) -> None:
     _, path = honest
     pub = tmp_path / "k.pub"
     pub.write_bytes(key.public_pem())
@@ -133,11 +157,15 @@ ADVERSARIES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "env", "verdict", "finding"), ADVERSARIES,
-                         ids=[a[0] for a in ADVERSARIES])
-def test_adversarial_engine_gets_expected_verdict(tmp_path: Path, name: str, env: dict[str, str],
-                                                  verdict: str, finding: str | None) -> None:
-    bundle = make_bundle(tmp_path, name.lower(), {"ENGINE_CLASS": f"engines.adversarial:{name}", **env})
+@pytest.mark.parametrize(
+    ("name", "env", "verdict", "finding"), ADVERSARIES, ids=[a[0] for a in ADVERSARIES]
+)
+def test_adversarial_engine_gets_expected_verdict(
+    tmp_path: Path, name: str, env: dict[str, str], verdict: str, finding: str | None
+) -> None:
+    bundle = make_bundle(
+        tmp_path, name.lower(), {"ENGINE_CLASS": f"engines.adversarial:{name}", **env}
+    )
     report = run_verify(bundle, tmp_path / "out")
     assert report["verdict"] == verdict, (report["findings"], report["failure"])
     if finding is not None:
@@ -149,8 +177,11 @@ def test_adversarial_engine_gets_expected_verdict(tmp_path: Path, name: str, env
 
 def test_escaping_engine_is_contained_and_verdict_unaffected(tmp_path: Path) -> None:
     heldout_dir = REPO / "podium" / "data" / "tiny"  # where the verifier's held-out files are
-    bundle = make_bundle(tmp_path, "escape", {"ENGINE_CLASS": "engines.adversarial:Escape",
-                                              "ADVERSARY_PATHS": str(heldout_dir)})
+    bundle = make_bundle(
+        tmp_path,
+        "escape",
+        {"ENGINE_CLASS": "engines.adversarial:Escape", "ADVERSARY_PATHS": str(heldout_dir)},
+    )
     report = run_verify(bundle, tmp_path / "out")
     log = (tmp_path / "out" / "engine.log").read_text()
     line = next(x for x in log.splitlines() if x.startswith("PODIUM-ATTEMPTS "))

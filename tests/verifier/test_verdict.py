@@ -1,0 +1,90 @@
+"""The verdict follows from findings, checks, hardware and runner, in that order of precedence."""
+
+from __future__ import annotations
+
+import pytest
+
+from schemas.challenge import load_challenge
+from schemas.findings import Finding
+from schemas.report import CheckResult
+from verifier.verdict import decide, missing_checks, one_line_reason, required_checks
+
+ALL_PASS = [
+    CheckResult(i, "pass", "ok")
+    for i in (
+        "ppl.cap",
+        "integrity.same-path",
+        "integrity.greedy-identity",
+        "integrity.lengths",
+        "integrity.caching",
+        "integrity.isolation",
+    )
+]
+
+
+def verdict(**kw: object) -> str:
+    args: dict[str, object] = dict(
+        failed=False,
+        findings=[],
+        checks=ALL_PASS,
+        official_hardware=True,
+        runner_can_verify=True,
+        self_check=False,
+        required=required_checks(load_challenge("tiny"), reported_tps=None),
+    )
+    args.update(kw)
+    return decide(**args)  # type: ignore[arg-type]
+
+
+def test_all_green_on_spec_hardware_in_the_sandbox_is_verified() -> None:
+    assert verdict() == "VERIFIED"
+
+
+def test_failure_wins_over_everything() -> None:
+    assert verdict(failed=True, findings=[Finding("ppl.cap", "error", "x")]) == "FAILED"
+
+
+def test_a_check_that_could_not_evaluate_is_failed() -> None:
+    assert (
+        verdict(checks=[*ALL_PASS, CheckResult("integrity.caching", "error", "timeout")])
+        == "FAILED"
+    )
+
+
+def test_an_error_finding_is_rejected() -> None:
+    assert (
+        verdict(findings=[Finding("engine.precache", "error", "PRECACHE_BENCH must be 0.")])
+        == "REJECTED"
+    )
+
+
+@pytest.mark.parametrize(
+    "kw", [{"official_hardware": False}, {"runner_can_verify": False}, {"self_check": True}]
+)
+def test_off_spec_hardware_runner_or_self_check_is_never_verified(kw: dict[str, bool]) -> None:
+    assert verdict(**kw) == "UNOFFICIAL"
+
+
+def test_a_skipped_required_check_is_not_a_pass() -> None:
+    checks = [c for c in ALL_PASS if c.id != "integrity.same-path"]
+    checks.append(CheckResult("integrity.same-path", "skip", "no prompt ids"))
+    assert verdict(checks=checks) == "UNOFFICIAL"
+    assert missing_checks(checks, required_checks(load_challenge("tiny"), reported_tps=None)) == [
+        "integrity.same-path"
+    ]
+
+
+def test_reproduction_is_required_only_when_a_tps_was_reported() -> None:
+    spec = load_challenge("fast-gemma")
+    assert "tps.reproduction" not in required_checks(spec, reported_tps=None)
+    assert "tps.reproduction" in required_checks(spec, reported_tps=510.58)
+
+
+def test_reason_is_the_first_error_or_the_failure() -> None:
+    findings = [
+        Finding("env.hardware", "warning", "GPU is 'NVIDIA A100'"),
+        Finding("ppl.cap", "error", "PPL 2.4370 > cap 2.4150"),
+    ]
+    assert one_line_reason("REJECTED", findings, None) == "PPL 2.4370 > cap 2.4150"
+    assert one_line_reason("FAILED", [], "engine crashed\nmore") == "engine crashed"
+    assert "A100" in one_line_reason("UNOFFICIAL", findings[:1], None)
