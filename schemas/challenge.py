@@ -103,6 +103,7 @@ class TpsWorkload(Contract):
     request_timeout_s: float
     min_trial_seconds: float = 0.0
     count_tokens: str = "token_ids"
+    baseline_tps: float | None = None
 
     @property
     def tokens_per_trial(self) -> int:

@@ -26,6 +26,7 @@ KINDS: dict[str, str] = {
     "manifest": "manifest.schema.json",
     "report": "report.schema.json",
     "record": "record.schema.json",
+    "queue-request": "queue-request.schema.json",
 }
 
 

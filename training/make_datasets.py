@@ -123,17 +123,19 @@ def load_model(model_dir: Path, **overrides: Any) -> Any:
     return model
 
 
-def round_int8_per_tensor(model: Any) -> None:
-    """Round every weight matrix and embedding table to int8 with one scale per tensor.
+def round_per_tensor(model: Any, bits: int) -> None:
+    """Round every weight matrix and embedding table to signed ``bits``-bit integers.
 
-    scale = max|w| / 127; w <- round(w / scale) * scale. Norm weights stay float32.
+    One scale per tensor: q = 2**(bits-1) - 1 (127 for int8, 7 for int4),
+    scale = max|w| / q, w <- round(w / scale) * scale. Norm weights stay float32.
     """
     import torch
 
+    levels = 2 ** (bits - 1) - 1
     with torch.no_grad():
         for param in model.parameters():
             if param.dim() >= 2:
-                scale = param.abs().max() / 127.0
+                scale = param.abs().max() / levels
                 param.copy_(torch.round(param / scale) * scale)
 
 
@@ -192,9 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     window_ppl = perplexity(
         load_model(args.model, sliding_window=DEGRADED_SLIDING_WINDOW), ppl_heldout
     )
-    rounded = load_model(args.model)
-    round_int8_per_tensor(rounded)
-    int8_ppl = perplexity(rounded, ppl_heldout)
+    rounded_ppl = {}
+    for bits in (8, 4):
+        rounded = load_model(args.model)
+        round_per_tensor(rounded, bits)
+        rounded_ppl[bits] = perplexity(rounded, ppl_heldout)
 
     files = {f"model/{p.name}": file_entry(p) for p in sorted(args.model.iterdir()) if p.is_file()}
     files.update({name: file_entry(args.out / name) for name in DATA_FILES})
@@ -211,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         "degraded": {
             "heldout_ppl_honest": round(heldout_ppl, 6),
             f"heldout_ppl_sliding_window_{DEGRADED_SLIDING_WINDOW}": round(window_ppl, 6),
-            "heldout_ppl_int8_per_tensor": round(int8_ppl, 6),
+            "heldout_ppl_int8_per_tensor": round(rounded_ppl[8], 6),
+            "heldout_ppl_int4_per_tensor": round(rounded_ppl[4], 6),
         },
     }
     (args.out / "MANIFEST.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

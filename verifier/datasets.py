@@ -114,9 +114,15 @@ def _check_ppl(rows: list[dict[str, Any]], path: Path) -> None:
         row.setdefault("id", str(i))
 
 
-def load_set(uri: str, kind: str) -> LoadedSet:
-    """Load a ``prompts`` or ``ppl`` set from a URI and check its shape."""
+def load_set(uri: str, kind: str, *, sha256: str | None = None) -> LoadedSet:
+    """Load a ``prompts`` or ``ppl`` set from a URI and check its shape (and digest, if pinned)."""
     path, revision = resolve_uri(uri)
+    if sha256 is not None and sha256_file(path) != sha256:
+        raise SchemaError(
+            f"the data set's sha256 is not the {sha256[:12]}... the challenge spec pins",
+            file=str(path),
+            hint="fetch the data set again; the verifier only evaluates on pinned data",
+        )
     rows = read_jsonl(path)
     if not rows:
         raise SchemaError("the data set is empty", file=str(path))
@@ -151,9 +157,11 @@ def _required(ds: Dataset | None, what: str, spec: ChallengeSpec) -> str:
 
 def evaluation_sets(spec: ChallengeSpec, *, heldout: str | None, public: bool) -> EvaluationSets:
     """The sets a run uses: public ones for a self-check, held-out ones for verification."""
-    warmup = load_set(spec.datasets.public_prompts.uri, "prompts")
+    ds = spec.datasets
+    warmup = load_set(ds.public_prompts.uri, "prompts", sha256=ds.public_prompts.sha256)
     if public:
-        return EvaluationSets(warmup, warmup, load_set(spec.datasets.ppl_public.uri, "ppl"), True)
+        ppl_public = load_set(ds.ppl_public.uri, "ppl", sha256=ds.ppl_public.sha256)
+        return EvaluationSets(warmup, warmup, ppl_public, True)
     if heldout:
         if heldout.startswith("hf://"):
             base = heldout
@@ -168,11 +176,16 @@ def evaluation_sets(spec: ChallengeSpec, *, heldout: str | None, public: bool) -
                     hint="a held-out directory holds prompts.jsonl and ppl.jsonl",
                 )
             prompts_uri, ppl_uri = str(root / "prompts.jsonl"), str(root / "ppl.jsonl")
+        pins: tuple[str | None, str | None] = (None, None)
     else:
-        prompts_uri = _required(spec.datasets.heldout_prompts, "held-out prompts", spec)
-        ppl_uri = _required(spec.datasets.ppl_heldout, "held-out PPL records", spec)
-    prompts = load_set(prompts_uri, "prompts")
-    ppl = load_set(ppl_uri, "ppl")
+        prompts_uri = _required(ds.heldout_prompts, "held-out prompts", spec)
+        ppl_uri = _required(ds.ppl_heldout, "held-out PPL records", spec)
+        pins = (
+            ds.heldout_prompts.sha256 if ds.heldout_prompts else None,
+            ds.ppl_heldout.sha256 if ds.ppl_heldout else None,
+        )
+    prompts = load_set(prompts_uri, "prompts", sha256=pins[0])
+    ppl = load_set(ppl_uri, "ppl", sha256=pins[1])
     if prompts.sha256 == warmup.sha256:
         raise UsageError(
             "the held-out prompts are the public prompts",

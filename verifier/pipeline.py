@@ -164,6 +164,10 @@ def _evaluate(run: _Run, handle: EngineHandle, model_dir: Path) -> Any:
     run.checks += result.checks
     run.findings += result.findings
     run.metrics.update(result.metrics(req.spec, req.reported_tps))
+    baseline = req.spec.tps.baseline_tps
+    tps = run.metrics.get("tps") or {}
+    run.metrics["baseline_tps"] = baseline
+    run.metrics["speedup"] = tps["median"] / baseline if baseline and tps.get("median") else None
     if result.failure is not None:
         run.fail(result.failure.stage, result.failure.message, handle.logs(LOG_TAIL))
     return result

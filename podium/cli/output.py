@@ -8,6 +8,7 @@ stderr plus a hint line (or a JSON ``{"error": ...}`` document with ``--json``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -23,7 +24,10 @@ _state: dict[str, bool] = {"json": False, "debug": False}
 
 
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    """A rich console; off a terminal it is plain and as wide as ``COLUMNS`` (default 120)."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else int(os.environ.get("COLUMNS") or 120)
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
 def set_json(enabled: bool) -> None:

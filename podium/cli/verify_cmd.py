@@ -210,10 +210,8 @@ def _human(con: Console, outcome: Any, result: dict[str, Any]) -> None:
     pub = result.get("published")
     if pub:
         if pub.get("ok"):
-            con.print(
-                f"published to {pub['store']} ({pub.get('added', 0)} added, "
-                f"{pub.get('already_present', 0)} already there)"
-            )
+            added, present = len(pub.get("added") or []), len(pub.get("already_present") or [])
+            con.print(f"published to {pub['store']} ({added} added, {present} already there)")
         else:
             con.print(f"[red]not published:[/] {pub['reason']}")
             if pub.get("retry"):

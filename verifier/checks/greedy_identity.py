@@ -106,12 +106,10 @@ async def collect(ctx: CheckContext) -> GreedySample | None:
         sample.skipped = "no held-out prompts, or the engine is not reachable"
         return sample
     rng = random.Random(f"{ctx.spec.tps.seed}:greedy-identity")
-    prompts = list(ctx.heldout_prompts)
-    chosen = rng.sample(prompts, min(int(settings.get("sample", 4)), len(prompts)))
-    for prompt in chosen:
-        ids = _prompt_ids(ctx, prompt)
-        if ids is None:
-            continue
+    # only prompts whose token ids are known (sent as ids, seen in the timed run, tokenised)
+    known = [(p, ids) for p in ctx.heldout_prompts if (ids := _prompt_ids(ctx, p)) is not None]
+    chosen = rng.sample(known, min(int(settings.get("sample", 4)), len(known)))
+    for prompt, ids in chosen:
         body = greedy_body(ctx.spec, ctx.model, ids, max_tokens)
         tokens = await _decode(ctx.client, body, f"greedy decode of {prompt['id']}")
         sample.items.append(

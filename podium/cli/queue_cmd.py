@@ -1,0 +1,126 @@
+"""``podium queue``: submit bundles for verification and follow their requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from podium.cli.output import JsonOpt, emit, set_json
+
+QueueOpt = Annotated[
+    str | None,
+    typer.Option("--queue", "-q", help="./dir or hf://datasets/ORG/NAME (default: $PODIUM_QUEUE)."),
+]
+
+app = typer.Typer(
+    help="""\
+The verification queue: one request file per bundle, PENDING → RUNNING →
+FINISHED | FAILED | CANCELLED, each change with who and when.
+
+Examples:
+
+  podium queue submit out/acme-fast.tar.gz --queue hf://datasets/org/podium-queue
+
+  podium queue list --queue ./queue --state RUNNING
+
+  podium queue cancel 2c3c4d8d --queue ./queue
+""",
+    no_args_is_help=True,
+)
+
+
+COLUMNS = ("request_id", "state", "team", "entry", "attempts", "worker", "verdict", "updated_at")
+
+
+def _table(con: Console, rows: list[dict[str, Any]]) -> None:
+    table = Table(show_header=True, header_style="bold")
+    for col in COLUMNS:
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*("" if r.get(c) is None else str(r[c]) for c in COLUMNS))
+    con.print(table)
+
+
+@app.command("submit")
+def submit(
+    bundles: Annotated[
+        list[Path], typer.Argument(help="Bundles (.tar.gz); several make one commit.")
+    ],
+    queue: QueueOpt = None,
+    reported_tps: Annotated[
+        float | None,
+        typer.Option(help="The TPS the participant reported (default: the manifest's)."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Store each bundle and write a PENDING request (submitting again changes nothing)."""
+    from verifier.queue.stores import describe_bundle, open_queue
+
+    set_json(json_out)
+    store = open_queue(queue)
+    reqs = store.submit([describe_bundle(b, reported_tps) for b in bundles])
+    rows = [r.summary() for r in reqs]
+    emit({"queue": store.url, "requests": rows}, lambda con: _table(con, rows))
+
+
+@app.command("list")
+def list_cmd(
+    queue: QueueOpt = None,
+    state: Annotated[str | None, typer.Option(help="Only this state.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The requests, oldest first."""
+    from verifier.queue.stores import open_queue
+
+    set_json(json_out)
+    store = open_queue(queue)
+    rows = [r.summary() for r in store.list_requests(state.upper() if state else None)]
+    emit({"queue": store.url, "requests": rows}, lambda con: _table(con, rows))
+
+
+@app.command("show")
+def show(
+    request_id: Annotated[str, typer.Argument(help="A request id (a unique prefix is enough).")],
+    queue: QueueOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """One request with its whole history."""
+    from verifier.queue.stores import open_queue
+
+    set_json(json_out)
+    req = open_queue(queue).get(request_id)
+
+    def human(con: Console) -> None:
+        s = req.summary()
+        con.print(
+            f"[bold]{s['request_id']}[/] {s['state']} {s['team']}/{s['entry']} ({s['challenge']})"
+        )
+        for h in req.doc["history"]:
+            con.print(f"  {h['at']}  {h['state']:<9} {h['by']}  {h.get('note', '')}", markup=False)
+        if req.doc["result"]:
+            for k, v in req.doc["result"].items():
+                con.print(f"  {k}: {v}", markup=False)
+
+    emit(req.doc, human)
+
+
+@app.command("cancel")
+def cancel(
+    request_id: Annotated[str, typer.Argument(help="A request id (a unique prefix is enough).")],
+    queue: QueueOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Cancel a PENDING or RUNNING request (a running worker drops its result)."""
+    from verifier.queue.stores import open_queue
+
+    set_json(json_out)
+    req = open_queue(queue).cancel(request_id)
+    emit(req.summary(), lambda con: con.print(f"{req.request_id} CANCELLED"))
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="queue")

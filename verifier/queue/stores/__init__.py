@@ -1,0 +1,55 @@
+"""Queue stores, chosen by one URL-ish string like the leaderboard's stores.
+
+``./dir`` or ``file:///abs/dir``: a local folder. ``hf://datasets/ORG/NAME``
+(optionally ``?endpoint=URL``): a Hub dataset repo, private by default. With no string,
+``$PODIUM_QUEUE`` or ``./verification-queue``. Keep the queue apart from the results.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from podium.errors import UsageError
+from verifier.queue.stores.base import BundleToSubmit, QueueStore, default_identity, describe_bundle
+from verifier.queue.stores.local import LocalQueue
+
+DEFAULT_QUEUE = "./verification-queue"
+ENV_QUEUE = "PODIUM_QUEUE"
+
+__all__ = [
+    "BundleToSubmit",
+    "LocalQueue",
+    "QueueStore",
+    "default_identity",
+    "describe_bundle",
+    "hub_repo_of",
+    "open_queue",
+]
+
+
+def hub_repo_of(url: str) -> tuple[str, str | None]:
+    """(ORG/NAME, endpoint or None) of an ``hf://datasets/ORG/NAME`` URL."""
+    parts = urlsplit(url)
+    segments = (parts.netloc + parts.path).strip("/").split("/")
+    if len(segments) != 3 or segments[0] != "datasets" or not all(segments):
+        raise UsageError(f"bad Hub queue URL {url!r}", hint="write hf://datasets/ORG/NAME")
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    return f"{segments[1]}/{segments[2]}", query.get("endpoint") or os.environ.get("HF_ENDPOINT")
+
+
+def open_queue(url: str | None = None) -> QueueStore:
+    url = url or os.environ.get(ENV_QUEUE) or DEFAULT_QUEUE
+    if url.startswith("hf://"):
+        from verifier.queue.stores.hub import HubQueue  # huggingface_hub only for Hub queues
+
+        repo, endpoint = hub_repo_of(url)
+        return HubQueue(repo, endpoint=endpoint, token=os.environ.get("HF_TOKEN") or None)
+    if url.startswith("file://"):
+        return LocalQueue(Path(urlsplit(url).path))
+    if "://" in url:
+        raise UsageError(
+            f"unknown queue URL {url!r}", hint="use a folder or hf://datasets/ORG/NAME"
+        )
+    return LocalQueue(Path(url))
