@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import podium
 from podium.errors import UsageError
+from podium.version import toolkit_git_sha
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.manifest import Dependency, Manifest
@@ -70,27 +70,6 @@ def created_time(files: list[LocalFile]) -> str:
         stamps = [f.mtime for f in files if f.path not in GENERATED_FILES]
         epoch = int(max(stamps)) if stamps else 0
     return rfc3339(epoch)
-
-
-def toolkit_git_sha() -> str | None:
-    """The toolkit's commit: ``PODIUM_GIT_SHA``, else the checkout podium runs from."""
-    if os.environ.get("PODIUM_GIT_SHA"):
-        return os.environ["PODIUM_GIT_SHA"]
-    root = Path(podium.__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
 def _repo_of(ref: str) -> str:

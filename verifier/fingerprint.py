@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from podium import __version__
 from podium.canonical import canonical_json, sha256_bytes
+from podium.version import toolkit_git_sha
 from schemas.challenge import Hardware
 from schemas.findings import Finding
 
@@ -82,23 +82,6 @@ def _nvml_gpus() -> tuple[list[dict[str, Any]], str | None, str | None, list[int
             pynvml.nvmlShutdown()
 
 
-def _git_sha() -> str | None:
-    root = Path(__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
 def _cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -139,7 +122,7 @@ def take_fingerprint(docker_version: dict[str, Any] | None = None) -> Fingerprin
         "os": platform.platform(),
         "python": platform.python_version(),
         "docker": docker_version,
-        "toolkit": {"name": "podium", "version": __version__, "git_sha": _git_sha()},
+        "toolkit": {"name": "podium", "version": __version__, "git_sha": toolkit_git_sha()},
     }
     return Fingerprint(data=data, gpu_pids=pids)
 

@@ -30,7 +30,8 @@ from podium.errors import PodiumError
 from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec, load_challenge
 from verifier.pipeline import Outcome, VerifyRequest, verify
-from verifier.queue.request import Claim, QueueRequest, now
+from verifier.queue.lease import LeaseKeeper
+from verifier.queue.request import Claim, QueueRequest
 from verifier.queue.stores.base import QueueStore, default_identity
 from verifier.runners.base import Runner
 
@@ -68,41 +69,6 @@ class Handled:
             "verdict": self.verdict,
             "note": self.note,
         }
-
-
-class _Renewer:
-    """Renews one claim in the background; remembers when it was lost."""
-
-    def __init__(self, queue: QueueStore, claim: Claim, lease_s: float):
-        self.queue, self.claim, self.lease_s = queue, claim, lease_s
-        self.lost: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="lease-renewer")
-
-    def __enter__(self) -> _Renewer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.lease_s / 3):
-            self.renew_now()
-
-    def renew_now(self) -> bool:
-        if self.lost:
-            return False
-        try:
-            renewed, lost = self.queue.renew([self.claim], self.lease_s)
-        except PodiumError:  # store unreachable: retried next tick; ours until the lease ends
-            return self.claim.lease_until > now()
-        if lost:
-            self.lost = "the lease was lost (expired and taken over, or cancelled)"
-            return False
-        self.claim = renewed[0]
-        return True
 
 
 class Worker:
@@ -150,25 +116,21 @@ class Worker:
 
     def work_one(self, req: QueueRequest, claim: Claim) -> Handled:
         cfg, rid = self.cfg, req.request_id
-        self.say(
-            f"claimed {rid} ({req.doc['team']}/{req.doc['entry']}, attempt {req.doc['attempts']})"
-        )
+        who = f"{req.doc['team']}/{req.doc['entry']}"
+        self.say(f"claimed {rid} ({who}, attempt {req.doc['attempts']})")
         out = cfg.out_dir / rid / f"attempt-{req.doc['attempts']}"
-        with _Renewer(cfg.queue, claim, cfg.lease_s) as renewer:
+        with LeaseKeeper(cfg.queue, cfg.lease_s) as keeper:
+            keeper.hold(claim)
             try:
                 outcome = self._verify(req, out)
             except KeyboardInterrupt:
                 with contextlib.suppress(PodiumError):
-                    cfg.queue.release(renewer.claim, f"worker {cfg.worker_id} was interrupted")
+                    cfg.queue.release(keeper.claim(rid), f"worker {cfg.worker_id} was interrupted")
                 self.say(f"interrupted: released {rid}")
                 raise
             except PodiumError as exc:
-                return self._mark_failed(renewer, rid, f"could not verify: {exc}")
-            # the fence: still ours right now, and for lease_s from now
-            if not renewer.renew_now():
-                self.say(f"dropped the result of {rid}: {renewer.lost}")
-                return Handled(rid, "LOST", outcome.verdict, renewer.lost or "")
-            return self._conclude(renewer, rid, outcome)
+                return conclude_failed(cfg.queue, keeper, rid, f"could not verify: {exc}", self.say)
+            return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say)
 
     def _verify(self, req: QueueRequest, out: Path) -> Outcome:
         cfg = self.cfg
@@ -190,48 +152,74 @@ class Worker:
         )
         return outcome
 
-    def _conclude(self, renewer: _Renewer, rid: str, outcome: Outcome) -> Handled:
-        cfg = self.cfg
-        report = outcome.report
-        result: dict[str, Any] = {
-            "verdict": outcome.verdict,
-            "report_id": report["report_id"],
-            "logs": {"report": str(outcome.report_path)},
-        }
-        if outcome.verdict == "FAILED" or not outcome.signed:
-            failure = (report.get("failure") or {}).get("message") or "no signed report"
-            return self._mark_failed(renewer, rid, f"verification FAILED: {failure}", result)
-        if cfg.store is not None:
-            from leaderboard.publish import publish_reports
 
-            try:
-                published = publish_reports([report], cfg.store, cfg.key)
-            except PodiumError as exc:
-                msg = (
-                    f"verified ({outcome.verdict}) but not published: {exc}; retry with "
-                    f"`podium leaderboard publish {outcome.report_path} --store {cfg.store.url}`"
-                )
-                return self._mark_failed(renewer, rid, msg, result)
-            result.update(
-                store=published.store,
-                published=True,
-                record_ids=[r["record_id"] for r in published.records],
+def conclude(
+    queue: QueueStore,
+    keeper: LeaseKeeper,
+    rid: str,
+    outcome: Outcome,
+    store: Any,
+    key: KeyPair,
+    say: Say,
+    extra: dict[str, Any] | None = None,
+) -> Handled:
+    """Fence, publish, mark: what happens to a verification's outcome (worker and dispatcher)."""
+    report = outcome.report
+    result: dict[str, Any] = {
+        "verdict": outcome.verdict,
+        "report_id": report["report_id"],
+        "logs": {"report": str(outcome.report_path)},
+    }
+    for k, v in (extra or {}).items():
+        result[k] = {**result.get(k, {}), **v} if isinstance(v, dict) else v
+    # the fence: still ours right now, and for lease_s from now
+    if not keeper.renew_now(rid):
+        say(f"dropped the result of {rid}: {keeper.lost(rid)}")
+        return Handled(rid, "LOST", outcome.verdict, keeper.lost(rid) or "")
+    if outcome.verdict == "FAILED" or not outcome.signed:
+        failure = (report.get("failure") or {}).get("message") or "no signed report"
+        return conclude_failed(queue, keeper, rid, f"verification FAILED: {failure}", say, result)
+    if store is not None:
+        from leaderboard.publish import publish_reports
+
+        try:
+            published = publish_reports([report], store, key)
+        except PodiumError as exc:
+            msg = (
+                f"verified ({outcome.verdict}) but not published: {exc}; retry with "
+                f"`podium leaderboard publish {outcome.report_path} --store {store.url}`"
             )
-        try:
-            cfg.queue.finish(renewer.claim, result)
-        except PodiumError as exc:
-            self.say(f"could not mark {rid} FINISHED: {exc}")
-            return Handled(rid, "LOST", outcome.verdict, str(exc))
-        self.say(f"finished {rid}: {outcome.verdict}")
-        return Handled(rid, "FINISHED", outcome.verdict)
+            return conclude_failed(queue, keeper, rid, msg, say, result)
+        result.update(
+            store=published.store,
+            published=True,
+            record_ids=[r["record_id"] for r in published.records],
+        )
+    try:
+        queue.finish(keeper.claim(rid), result)
+    except (PodiumError, KeyError) as exc:
+        say(f"could not mark {rid} FINISHED: {exc}")
+        return Handled(rid, "LOST", outcome.verdict, str(exc))
+    finally:
+        keeper.drop(rid)
+    say(f"finished {rid}: {outcome.verdict}")
+    return Handled(rid, "FINISHED", outcome.verdict)
 
-    def _mark_failed(
-        self, renewer: _Renewer, rid: str, message: str, result: dict[str, Any] | None = None
-    ) -> Handled:
-        try:
-            self.cfg.queue.fail(renewer.claim, message, result)
-        except PodiumError as exc:
-            self.say(f"could not mark {rid} FAILED: {exc}")
-            return Handled(rid, "LOST", None, str(exc))
-        self.say(f"failed {rid}: {message}")
-        return Handled(rid, "FAILED", (result or {}).get("verdict"), message)
+
+def conclude_failed(
+    queue: QueueStore,
+    keeper: LeaseKeeper,
+    rid: str,
+    message: str,
+    say: Say,
+    result: dict[str, Any] | None = None,
+) -> Handled:
+    try:
+        queue.fail(keeper.claim(rid), message, result)
+    except (PodiumError, KeyError) as exc:
+        say(f"could not mark {rid} FAILED: {exc}")
+        return Handled(rid, "LOST", None, str(exc))
+    finally:
+        keeper.drop(rid)
+    say(f"failed {rid}: {message}")
+    return Handled(rid, "FAILED", (result or {}).get("verdict"), message)

@@ -15,7 +15,7 @@ from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_FINDINGS, EXIT_OK, UsageErr
 from podium.signing import KeyPair, load_private_key
 from schemas.challenge import load_challenge
 
-RUNNERS = ("local-docker", "process")
+RUNNERS = ("local-docker", "process", "hf-jobs")
 
 VERIFY_HELP = """\
 Verify BUNDLE blind: rebuild its image without cache, run it in the sandbox, measure
@@ -49,6 +49,16 @@ def _runner(name: str) -> Any:
         from verifier.runners.process import ProcessRunner
 
         return ProcessRunner()
+    if name == "hf-jobs":
+        server = os.environ.get("PODIUM_SERVER_URL")
+        if not server:
+            raise UsageError(
+                "the hf-jobs runner drives an engine that a server job already serves",
+                hint="run `podium dispatch` (it starts the jobs), or set PODIUM_SERVER_URL",
+            )
+        from verifier.runners.hf_jobs import HfJobsRunner
+
+        return HfJobsRunner(os.path.expandvars(server))
     raise UsageError(f"unknown runner {name!r}", hint=f"choose one of: {', '.join(RUNNERS)}")
 
 
@@ -242,7 +252,8 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Publish to this store: ./dir or hf://datasets/ORG/NAME.")
         ] = None,
         runner: Annotated[
-            str, typer.Option(help="local-docker (sandbox) or process.")
+            str,
+            typer.Option(help="local-docker (sandbox), process, or hf-jobs (in a harness job)."),
         ] = "local-docker",
         out: Annotated[
             Path, typer.Option("--out", "-o", help="Directory for the report and logs.")

@@ -73,12 +73,12 @@ def test_lengths_catch_eos_padding_when_eos_is_known() -> None:
     assert out.result.details and out.result.details["trailing_eos_runs"] == {"8": 8}
 
 
-def test_lying_usage_is_a_warning_and_the_lengths_still_pass() -> None:
+def test_lying_usage_is_an_error_finding_while_the_lengths_pass() -> None:
     with FakeEngine(bad=Misbehave(lying_usage=True)) as engine:
         out = check_after_tps("integrity.lengths", engine)
     assert out.result.status == "pass"
     assert ids(out) == ["tps.usage-mismatch"]
-    assert out.findings[0].severity == "warning"
+    assert out.findings[0].severity == "error"
     assert "usage says 32, ids count 16" in out.findings[0].message
 
 

@@ -7,7 +7,9 @@ MLPerf's TEST06 and TEST09 in one pass over the timed requests (no new requests)
 - no answer ends in a run of more than one EOS id (padding to reach the length), when
   the EOS ids are known;
 - ``usage.completion_tokens`` equals the harness's own count; a difference is a
-  ``tps.usage-mismatch`` warning (the engine misreports; the harness's counts are used).
+  ``tps.usage-mismatch`` error: the TPS itself is unaffected (the harness's counts are
+  used), but an engine that misreports what it generated breaks the protocol, and the
+  real challenge's harness, which took its counts from ``usage``, would have paid it.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ async def lengths(ctx: CheckContext) -> CheckOutcome:
         findings.append(
             Finding(
                 USAGE_MISMATCH,
-                "warning",
+                "error",
                 f"{len(usage_off)} of {len(counted)} answers report usage.completion_tokens "
                 f"unlike the returned token ids (e.g. {first.prompt_id}: usage says "
                 f"{(first.usage or {}).get('completion_tokens')}, ids count "

@@ -1,0 +1,314 @@
+"""``podium dispatch``: claim requests and verify each with a server job and a harness job.
+
+Per request: fetch the bundle from the queue and open it safely (a bundle that breaks
+the rules is REJECTED right here, nothing is built); rebuild the participant's image
+without cache from its pinned base and make it pullable; start the **server job** (that
+image, the GPU flavour, the pinned weights read-only, no secrets) and the **harness
+job** (podium's image, a CPU flavour, the bundle and the held-out set read-only, the
+signing key as a secret) in one network group; follow their stages; cancel the server
+when the harness ends; keep both logs; take the signed report from the harness log,
+check its signature, publish it and mark the request.
+
+Jobs carry labels ``podium.request`` / ``podium.role``: a dispatcher that restarts
+(or takes over an expired claim) adopts a harness job still running or completed for
+that request instead of launching a second pair. All claims are renewed together in
+one write per tick (``LeaseKeeper``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from podium import __version__
+from podium.errors import PodiumError
+from podium.signing import KeyPair, verify_document
+from schemas.challenge import ChallengeSpec, load_challenge
+from verifier.dispatch import jobs as J
+from verifier.dispatch.jobs import JobsBackend, JobSpec, JobState, VolumeSpec
+from verifier.intake import intake
+from verifier.pipeline import Outcome, VerifyRequest, verify
+from verifier.queue.lease import LeaseKeeper
+from verifier.queue.request import Claim, QueueRequest
+from verifier.queue.stores.base import QueueStore, default_identity
+from verifier.report import write_report
+from verifier.runners.hf_jobs import HfJobsRunner
+from verifier.worker import Handled, conclude, conclude_failed
+
+Say = Callable[[str], None]
+ENGINE_ALIAS = "engine"
+
+
+@dataclass
+class DispatchConfig:
+    queue: QueueStore
+    backend: JobsBackend
+    key: KeyPair
+    out_dir: Path
+    #: where the harness job finds the queue's files (bundles) read-only
+    queue_volume: VolumeSpec
+    store: Any = None
+    heldout: VolumeSpec | None = None
+    flavor: str = "a10g-small"
+    harness_flavor: str = "cpu-upgrade"
+    harness_image: str = f"podium/harness:{__version__}"
+    max_concurrent: int = 2
+    lease_s: float = 900.0
+    poll_s: float = 10.0
+    job_timeout_s: int = 3600
+    dispatcher_id: str = field(default_factory=default_identity)
+    spec_for: Callable[[str], ChallengeSpec] = load_challenge
+    model_volume: Callable[[ChallengeSpec], VolumeSpec] | None = None
+    #: rebuilds the participant's image: (bundle root, manifest, spec, tag) -> image facts
+    build: Callable[..., dict[str, Any]] | None = None
+
+
+def default_model_volume(spec: ChallengeSpec, backend: JobsBackend) -> VolumeSpec:
+    """Shipped models are host folders (local rehearsals); others the pinned Hub revision."""
+    if spec.model.shipped:
+        if not backend.local_volumes:
+            raise PodiumError(
+                f"the shipped model of {spec.id!r} is not on the Hub; Jobs cannot mount it",
+                hint="rehearse shipped-model challenges with --backend local",
+            )
+        from verifier.datasets import shipped_path
+
+        return VolumeSpec("local", str(shipped_path(f"{spec.model.shipped}/model")), "/model")
+    return VolumeSpec("model", spec.model.repo_id, "/model", revision=spec.model.revision)
+
+
+class Dispatcher:
+    def __init__(self, cfg: DispatchConfig, say: Say | None = None):
+        self.cfg = cfg
+        self.say: Say = say or (lambda _line: None)
+        self._stopping = threading.Event()
+        self.handled: list[Handled] = []
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def run(self, *, once: bool = False) -> list[Handled]:
+        """Keep up to ``max_concurrent`` requests in flight; ``once``: drain what is there."""
+        cfg = self.cfg
+        with (
+            LeaseKeeper(cfg.queue, cfg.lease_s) as keeper,
+            ThreadPoolExecutor(cfg.max_concurrent) as pool,
+        ):
+            running: list[Future[Handled]] = []
+            while not self._stopping.is_set():
+                running = [f for f in running if not self._collect(f)]
+                got = None
+                if len(running) < cfg.max_concurrent:
+                    got = cfg.queue.claim(cfg.dispatcher_id, cfg.lease_s)
+                if got is not None:
+                    keeper.hold(got[1])
+                    running.append(pool.submit(self._guarded, keeper, *got))
+                    continue
+                if once and not running:
+                    break
+                self._stopping.wait(min(cfg.poll_s, 1.0) if running else cfg.poll_s)
+            for f in running:
+                self._collect(f, wait=True)
+        return self.handled
+
+    def _collect(self, fut: Future[Handled], wait: bool = False) -> bool:
+        if not wait and not fut.done():
+            return False
+        self.handled.append(fut.result())
+        return True
+
+    def _guarded(self, keeper: LeaseKeeper, req: QueueRequest, claim: Claim) -> Handled:
+        try:
+            return self.dispatch_one(keeper, req)
+        except PodiumError as exc:
+            msg = f"could not dispatch: {exc}"
+            return conclude_failed(self.cfg.queue, keeper, req.request_id, msg, self.say)
+
+    # -- one request -------------------------------------------------------------
+
+    def dispatch_one(self, keeper: LeaseKeeper, req: QueueRequest) -> Handled:
+        cfg, rid = self.cfg, req.request_id
+        attempt = req.doc["attempts"]
+        work = cfg.out_dir / rid / f"attempt-{attempt}"
+        bundle = cfg.queue.fetch_bundle(req, work / "bundle")
+        spec = cfg.spec_for(req.doc["challenge"])
+        self.say(f"dispatching {rid} ({req.doc['team']}/{req.doc['entry']}, attempt {attempt})")
+        opened = intake(bundle, work / "intake", spec)
+        if not opened.ok:  # rules broken: REJECTED here, nothing is built or started
+            outcome = verify(
+                VerifyRequest(
+                    bundle=bundle,
+                    spec=spec,
+                    runner=HfJobsRunner("http://unused"),
+                    out_dir=work,
+                    reported_tps=req.doc["reported_tps"],
+                    key=cfg.key,
+                )
+            )
+            return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say)
+        pair = self._adopt(rid) or self._launch(req, spec, opened, work, attempt)
+        server, harness, group = pair
+        final = self._follow(server, harness)
+        jobs_rec = {"server": server, "harness": harness, "network_group": group}
+        logs = self._keep_logs(work, server, harness)
+        cfg.backend.cleanup(group)
+        report = J.report_from_logs(logs["harness_lines"])
+        extra = {"jobs": jobs_rec, "logs": {k: v for k, v in logs.items() if k != "harness_lines"}}
+        if report is None:
+            tail = "\n".join(logs["harness_lines"][-20:])
+            msg = f"the harness job ended {final.stage} without a report: {tail[-1500:]}"
+            return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra)
+        try:
+            verify_document(report, cfg.key.public_key)
+        except PodiumError as exc:
+            msg = f"the harness job's report does not verify: {exc}"
+            return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra)
+        path = write_report(report, work / "report.json")
+        outcome = Outcome(report=report, report_path=path, verdict=report["verdict"], signed=True)
+        return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say, extra)
+
+    def _adopt(self, rid: str) -> tuple[str, str, str] | None:
+        """The job pair a previous dispatch launched for ``rid``, if still worth following."""
+        found = self.cfg.backend.find({J.LABEL_REQUEST: rid})
+        harnesses = [j for j in found if j.labels.get(J.LABEL_ROLE) == "harness"]
+        for h in sorted(harnesses, key=lambda j: j.labels.get(J.LABEL_ATTEMPT, ""), reverse=True):
+            if h.stage in ("SCHEDULING", "RUNNING", "COMPLETED"):
+                attempt = h.labels.get(J.LABEL_ATTEMPT)
+                servers = [
+                    j.id
+                    for j in found
+                    if j.labels.get(J.LABEL_ROLE) == "server"
+                    and j.labels.get(J.LABEL_ATTEMPT) == attempt
+                ]
+                self.say(f"adopting harness job {h.id} of {rid}: already {h.stage}")
+                group = h.labels.get("podium.group") or f"podium-{rid[:12]}-{attempt}"
+                return (servers[0] if servers else "", h.id, group)
+        return None
+
+    def _launch(
+        self, req: QueueRequest, spec: ChallengeSpec, opened: Any, work: Path, attempt: int
+    ) -> tuple[str, str, str]:
+        cfg, rid = self.cfg, req.request_id
+        build = cfg.build or build_engine_image
+        image = build(opened.root, opened.manifest, spec, tag=f"podium-job/{rid}")
+        ref = cfg.backend.publish_image(image["id"], f"req-{rid}")
+        group = f"podium-{rid[:12]}-{attempt}"
+        labels = {J.LABEL_REQUEST: rid, J.LABEL_ATTEMPT: str(attempt), "podium.group": group}
+        manifest = opened.manifest
+        model = (cfg.model_volume or (lambda s: default_model_volume(s, cfg.backend)))(spec)
+        server_spec = JobSpec(
+            image=ref,
+            command=image["command"],
+            flavor=cfg.flavor,
+            env={
+                **(manifest.engine.env or {}),
+                "MODEL_PATH": "/model",
+                "PORT": str(manifest.engine.port),
+                "SERVED_MODEL_NAME": manifest.engine.served_model_name or "model",
+                "HF_HUB_OFFLINE": "1",
+            },
+            labels={**labels, J.LABEL_ROLE: "server"},
+            volumes=[model],
+            network_group=group,
+            network_aliases=[ENGINE_ALIAS],
+            timeout_s=cfg.job_timeout_s,
+        )
+        server = cfg.backend.run(server_spec)
+        self.say(f"{rid}: server job {server} ({cfg.flavor})")
+        command = [
+            "python3", "-m", "podium.cli.app", "harness",
+            "--server", f"http://${{HF_NETWORK_GROUP_PREFIX}}{ENGINE_ALIAS}:{manifest.engine.port}",
+            "--bundle", f"{cfg.queue_volume.mount_path}/{req.doc['bundle']['path']}",
+            "--challenge", spec.id,
+            "--out", "/tmp/podium-out",
+            "--image-id", image["id"],
+            "--server-job", server,
+            "--flavor", cfg.flavor,
+            "--network-group", group,
+        ]  # fmt: skip
+        volumes = [cfg.queue_volume]
+        if cfg.heldout is not None:
+            volumes.append(cfg.heldout)
+            command += ["--heldout", cfg.heldout.mount_path]
+        if req.doc["reported_tps"] is not None:
+            command += ["--reported-tps", str(req.doc["reported_tps"])]
+        harness_spec = JobSpec(
+            image=cfg.harness_image,
+            command=command,
+            flavor=cfg.harness_flavor,
+            env={"PYTHONUNBUFFERED": "1"},
+            secrets={"PODIUM_SIGNING_KEY": cfg.key.private_pem().decode()},
+            labels={**labels, J.LABEL_ROLE: "harness"},
+            volumes=volumes,
+            network_group=group,
+            timeout_s=cfg.job_timeout_s,
+        )
+        harness = cfg.backend.run(harness_spec)
+        self.say(f"{rid}: harness job {harness} ({cfg.harness_flavor})")
+        return server, harness, group
+
+    def _follow(self, server: str, harness: str) -> JobState:
+        cfg = self.cfg
+        deadline = time.monotonic() + cfg.job_timeout_s
+        while True:
+            h = cfg.backend.inspect(harness)
+            if h.done:
+                break
+            if time.monotonic() > deadline:
+                cfg.backend.cancel(harness)
+                h = JobState(harness, "ERROR", h.labels, "the dispatcher's time limit passed")
+                break
+            time.sleep(min(cfg.poll_s, 2.0))
+        if server:
+            s = cfg.backend.inspect(server)
+            if not s.done:
+                cfg.backend.cancel(server)
+        return h
+
+    def _keep_logs(self, work: Path, server: str, harness: str) -> dict[str, Any]:
+        work.mkdir(parents=True, exist_ok=True)
+        out: dict[str, Any] = {}
+        for role, job in (("server", server), ("harness", harness)):
+            lines = self.cfg.backend.logs(job) if job else []
+            path = work / f"{role}.log"
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            out[role] = str(path)
+            if role == "harness":
+                out["harness_lines"] = lines
+        return out
+
+
+def build_engine_image(
+    root: Path, manifest: Any, spec: ChallengeSpec, *, tag: str
+) -> dict[str, Any]:
+    """Rebuild the participant's image without cache, from the base its manifest pins."""
+    from podium import dockerx
+    from verifier.runners.local_docker import base_image_arg
+
+    client = dockerx.connect()
+    base = base_image_arg(manifest, client)
+    started = time.monotonic()
+    image_id, _ = dockerx.build_image(
+        client,
+        root,
+        tag=f"{tag}:latest",
+        dockerfile=manifest.engine.dockerfile,
+        buildargs={"BASE_IMAGE": base},
+        nocache=True,
+        timeout_s=spec.limits.build_s,
+        on_log=lambda _line: None,
+    )
+    config = client.images.get(image_id).attrs.get("Config") or {}
+    info = dockerx.image_info(client, image_id)
+    return {
+        "id": image_id,
+        "base_image": base,
+        "size_bytes": int(info.get("size") or 0),
+        "build_seconds": round(time.monotonic() - started, 3),
+        "command": [*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])],
+    }

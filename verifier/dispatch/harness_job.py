@@ -1,0 +1,69 @@
+"""What the harness job runs (``podium harness --server URL ...``).
+
+The ordinary pipeline with the ``hf-jobs`` runner: intake of the bundle (read from the
+queue, mounted read-only), the held-out set (mounted read-only), PPL, TPS and the
+checks against the server job at ``server_url``, the reference engine (podium's own,
+inside this job), the verdict, a report signed with the key given as a secret. The
+signed report is written to ``out`` and printed as ``PODIUM-REPORT`` lines, which is
+how it travels back to the dispatcher through the Jobs log API.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from podium.errors import UsageError
+from podium.signing import KeyPair
+from schemas.challenge import load_challenge
+from verifier.dispatch.jobs import report_lines
+from verifier.pipeline import Outcome, VerifyRequest, verify
+from verifier.runners.hf_jobs import HfJobsRunner
+
+KEY_ENV = "PODIUM_SIGNING_KEY"
+
+
+def key_from_env(name: str = KEY_ENV) -> KeyPair:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    pem = os.environ.get(name)
+    if not pem:
+        raise UsageError(f"no signing key in ${name}", hint="the dispatcher passes it as a secret")
+    key = serialization.load_pem_private_key(pem.encode(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UsageError(f"${name} is not an Ed25519 private key")
+    return KeyPair(key)
+
+
+def run_harness_job(
+    *,
+    server_url: str,
+    bundle: Path,
+    challenge: str,
+    out: Path,
+    key: KeyPair,
+    heldout: str | None = None,
+    reported_tps: float | None = None,
+    facts: dict[str, Any] | None = None,
+    print_line: Any = print,
+) -> Outcome:
+    from verifier.runners.process import ProcessRunner
+
+    url = os.path.expandvars(server_url)  # e.g. http://${HF_NETWORK_GROUP_PREFIX}engine:8000
+    req = VerifyRequest(
+        bundle=bundle,
+        spec=load_challenge(challenge),
+        runner=HfJobsRunner(url, facts=facts),
+        out_dir=out,
+        reported_tps=reported_tps,
+        heldout=heldout,
+        key=key,
+        reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
+    )
+    outcome = verify(req)
+    print_line(f"verdict {outcome.verdict}; report {outcome.report['report_id']}")
+    for line in report_lines(outcome.report):
+        print_line(line)
+    return outcome
