@@ -3,6 +3,7 @@
 #   make test    venv + Docker engine + base images + lint + the test suite (what CI runs)
 #   make lint    ruff check, ruff format --check, mypy
 #   make docker  install/start the Docker engine and build the local base images (root)
+#   make bench   the CPU benchmarks of podium itself (docs/benchmarks.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := test
@@ -45,6 +46,14 @@ test: venv docker browser lint
 demo: venv docker
 	bash scripts/demo.sh
 
-bench: venv
-	if [[ -f bench/__init__.py || -f bench/__main__.py ]]; then $(PY) -m bench; \
-	else echo "no bench module yet"; fi
+# The CPU benchmarks (about 10 minutes; BENCH_ARGS=--quick for about 5): JSON results in
+# bench/results/, plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. The GPU part
+# runs by hand on the GPU machine: python -m bench.gpu_e4b (see docs/benchmarks.md).
+BENCH_STAMP := $(VENV)/.podium-bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]' 'torch==2.13.0'
+	touch $@
+
+bench: $(BENCH_STAMP) browser
+	$(PY) -m bench $(BENCH_ARGS)

@@ -93,9 +93,10 @@ class EarlyStop(BaselineEngine):
     ) -> Generation:
         gen = super().start(prompt_ids, sampling, prompt_logprobs)
         limit = max(1, (sampling.max_tokens or 2) // 2)
+        inner = gen.steps
 
         def steps() -> Iterator[TokenStep]:
-            for i, step in enumerate(gen.steps):
+            for i, step in enumerate(inner):
                 if i + 1 >= limit:
                     yield TokenStep(step.token_id, step.logprobs, "stop")
                     return

@@ -364,3 +364,25 @@ def open_bundle(path: Path, dest: Path, *, limits: HasBundleLimits) -> OpenedBun
 def remove_opened(opened: OpenedBundle) -> None:
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(opened.root_dir)
+
+
+def peek_manifest(path: Path, *, max_bytes: int = 4 << 20) -> dict[str, Any]:
+    """The manifest of a bundle, read without extracting anything else (size-bounded)."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            info = tar.next()  # the writer puts manifest.json first
+            if info is None or info.name != MANIFEST_FILE or not info.isfile():
+                raise _refuse(
+                    "bundle.manifest-missing",
+                    "the bundle does not start with manifest.json",
+                    str(path),
+                )
+            if info.size > max_bytes:
+                raise _refuse("bundle.too-large", "the manifest is larger than 4 MiB", str(path))
+            member = tar.extractfile(info)
+            doc = json.loads(member.read()) if member else None
+    except (tarfile.TarError, OSError, EOFError, zlib.error, ValueError) as exc:
+        raise _refuse("bundle.corrupt", f"cannot read the manifest: {exc}", str(path)) from None
+    if not isinstance(doc, dict):
+        raise _refuse("bundle.manifest-invalid", "manifest.json is not a JSON object", str(path))
+    return doc

@@ -7,6 +7,12 @@ with ``Link`` headers), read repo info and download files (``resolve`` with
 over its parent, tree and message, a branch head moves atomically under a lock, and a
 commit whose ``parentCommit`` is no longer the head is answered 412 like the Hub.
 
+Large or binary files take the LFS path (the batch endpoint, a PUT of the bytes, then an
+``lfsFile`` commit line) like on the Hub. The few Jobs routes podium's dispatcher uses
+are here too (run, inspect, list by label, cancel, logs as server-sent events); a job
+does not run by itself: ``on_job`` (called with each new ``FakeJob``) or
+``set_job(id, stage, logs)`` from a test decide what it does.
+
 Knobs for tests: ``inject(status, count, endpoint=...)`` answers the next ``count``
 matching requests with ``status`` (429 with ``Retry-After``, 409, 500, ...);
 ``token`` makes every request need ``Authorization: Bearer <token>``; ``page_size``
@@ -84,6 +90,39 @@ class Injection:
     retry_after: float | None
 
 
+@dataclass
+class FakeJob:
+    """A job as the Jobs API stores it; ``spec`` is the body the client posted."""
+
+    id: str
+    namespace: str
+    spec: dict[str, Any]
+    stage: str = "RUNNING"
+    message: str | None = None
+    logs: list[str] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+
+    def info(self, endpoint: str) -> dict[str, Any]:
+        spec = self.spec
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(self.created))
+        return {
+            "id": self.id,
+            "createdAt": stamp,
+            "dockerImage": spec.get("dockerImage"),
+            "spaceId": spec.get("spaceId"),
+            "command": spec.get("command"),
+            "arguments": spec.get("arguments", []),
+            "environment": spec.get("environment", {}),
+            "secrets": {k: "***" for k in spec.get("secrets", {})},
+            "flavor": spec.get("flavor"),
+            "labels": spec.get("labels"),
+            "volumes": spec.get("volumes"),
+            "network": spec.get("network"),
+            "status": {"stage": self.stage, "message": self.message},
+            "owner": {"id": "0" * 24, "name": self.namespace, "type": "user"},
+        }
+
+
 class FakeHub:
     """The server; ``endpoint`` is its base URL once started."""
 
@@ -94,6 +133,10 @@ class FakeHub:
         self.lock = threading.Lock()
         self.stats: Counter[str] = Counter()
         self._injections: list[Injection] = []
+        self.lfs: dict[str, bytes] = {}
+        self.jobs: dict[str, FakeJob] = {}
+        self.on_job: Any = None  # callable(FakeJob) run when a job is created
+        self.namespace = "podium-test"
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -147,6 +190,13 @@ class FakeHub:
                     self.stats[f"injected:{endpoint}:{inj.status}"] += 1
                     return inj
         return None
+
+    def set_job(self, job_id: str, stage: str, logs: list[str] | None = None) -> None:
+        """Move a job to ``stage`` (COMPLETED, ERROR...) and append log lines."""
+        with self.lock:
+            job = self.jobs[job_id]
+            job.stage = stage
+            job.logs.extend(logs or [])
 
     def files(
         self, repo_id: str, *, repo_type: str = "dataset", rev: str = "main"
@@ -252,6 +302,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": message}, headers=extra)
 
     def _body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            out = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
@@ -296,6 +355,14 @@ class _Handler(BaseHTTPRequestHandler):
             return "create", self._create, ()
         if method == "POST" and p[:2] == ["api", "validate-yaml"]:
             return "validate-yaml", self._validate_yaml, ()
+        if method == "GET" and p[:2] == ["api", "whoami-v2"]:
+            return "whoami", self._whoami, ()
+        if p[:2] == ["api", "jobs"] and len(p) >= 3:
+            return self._jobs_route(method, p[2:])
+        if method == "POST" and len(p) >= 6 and p[-4:] == ["info", "lfs", "objects", "batch"]:
+            return "lfs-batch", self._lfs_batch, ()
+        if method == "PUT" and len(p) == 2 and p[0] == "lfs-upload":
+            return "lfs-upload", self._lfs_upload, (p[1],)
         if p[:1] == ["api"] and len(p) >= 4 and p[1] in ("datasets", "models", "spaces"):
             rtype, rid = p[1][:-1], f"{p[2]}/{p[3]}"
             rest = p[4:]
@@ -324,6 +391,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
 
     # -- endpoints ---------------------------------------------------------------
 
@@ -410,8 +480,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.hub.stats["commit-file:inline"] += 1
             elif key == "lfsFile":
                 self.hub.stats["commit-file:lfs"] += 1
-                self._error(422, "this fake Hub stores no LFS objects")
-                return
+                with self.hub.lock:
+                    data = self.hub.lfs.get(value["oid"])
+                if data is None:
+                    self._error(422, f"LFS object {value['oid']} was never uploaded")
+                    return
+                added[value["path"]] = data
             elif key in ("deletedFile", "deletedFolder"):
                 deleted.add(value["path"])
         with self.hub.lock:
@@ -486,6 +560,113 @@ class _Handler(BaseHTTPRequestHandler):
                 "Accept-Ranges": "none",
             },
         )
+
+    # -- LFS ----------------------------------------------------------------------
+
+    def _lfs_batch(self, query: dict[str, str]) -> None:
+        doc = json.loads(self._body() or b"{}")
+        objects = []
+        for obj in doc.get("objects", []):
+            item: dict[str, Any] = {"oid": obj["oid"], "size": obj["size"]}
+            with self.hub.lock:
+                stored = obj["oid"] in self.hub.lfs
+            if not stored:
+                href = f"{self.hub.endpoint}/lfs-upload/{obj['oid']}"
+                item["actions"] = {"upload": {"href": href}}
+            objects.append(item)
+        self._json(200, {"transfer": "basic", "objects": objects})
+
+    def _lfs_upload(self, query: dict[str, str], oid: str) -> None:
+        data = self._body()
+        if hashlib.sha256(data).hexdigest() != oid:
+            self._error(400, "the uploaded bytes do not match the oid")
+            return
+        with self.hub.lock:
+            self.hub.lfs[oid] = data
+        self._send(200, b"")
+
+    # -- Jobs ---------------------------------------------------------------------
+
+    def _jobs_route(self, method: str, rest: list[str]) -> tuple[str, Any, tuple[Any, ...]] | None:
+        ns = rest[0]
+        if method == "POST" and len(rest) == 1:
+            return "jobs-run", self._job_run, (ns,)
+        if method == "GET" and len(rest) == 1:
+            return "jobs-list", self._job_list, (ns,)
+        if method == "GET" and len(rest) == 2:
+            return "jobs-inspect", self._job_inspect, (ns, rest[1])
+        if method == "POST" and len(rest) == 3 and rest[2] == "cancel":
+            return "jobs-cancel", self._job_cancel, (ns, rest[1])
+        if method == "GET" and len(rest) == 3 and rest[2] == "logs":
+            return "jobs-logs", self._job_logs, (ns, rest[1])
+        return None
+
+    def _whoami(self, query: dict[str, str]) -> None:
+        self._json(200, {"type": "user", "name": self.hub.namespace, "orgs": []})
+
+    def _job(self, ns: str, job_id: str) -> FakeJob | None:
+        job = self.hub.jobs.get(job_id)
+        if job is None or job.namespace != ns:
+            self._error(404, f"Job {job_id} not found")
+            return None
+        return job
+
+    def _job_run(self, query: dict[str, str], ns: str) -> None:
+        spec = json.loads(self._body() or b"{}")
+        if not spec.get("dockerImage") and not spec.get("spaceId"):
+            self._error(400, "a job needs an image")
+            return
+        with self.hub.lock:
+            job_id = hashlib.sha1(f"{time.time_ns()}-{len(self.hub.jobs)}".encode()).hexdigest()
+            job = FakeJob(job_id[:24], ns, spec)
+            self.hub.jobs[job.id] = job
+            doc = job.info(self.hub.endpoint)
+        if self.hub.on_job is not None:
+            self.hub.on_job(job)
+        self._json(200, doc)
+
+    def _job_list(self, query: dict[str, str], ns: str) -> None:
+        raw = parse_qs(urlsplit(self.path).query)
+        wanted = dict(x.split("=", 1) for x in raw.get("label", []))
+        stages = set(raw.get("stage", []))
+        with self.hub.lock:
+            out = [
+                j.info(self.hub.endpoint)
+                for j in self.hub.jobs.values()
+                if j.namespace == ns
+                and all((j.spec.get("labels") or {}).get(k) == v for k, v in wanted.items())
+                and (not stages or j.stage in stages)
+            ]
+        self._json(200, out)
+
+    def _job_inspect(self, query: dict[str, str], ns: str, job_id: str) -> None:
+        with self.hub.lock:
+            job = self._job(ns, job_id)
+            doc = job.info(self.hub.endpoint) if job else None
+        if doc is not None:
+            self._json(200, doc)
+
+    def _job_cancel(self, query: dict[str, str], ns: str, job_id: str) -> None:
+        self._body()
+        with self.hub.lock:
+            job = self._job(ns, job_id)
+            if job is None:
+                return
+            if job.stage in ("SCHEDULING", "RUNNING"):
+                job.stage = "CANCELED"
+        self._send(200, b"")
+
+    def _job_logs(self, query: dict[str, str], ns: str, job_id: str) -> None:
+        with self.hub.lock:
+            job = self._job(ns, job_id)
+            if job is None:
+                return
+            lines = list(job.logs)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 5))
+        body = "".join(
+            "data: " + json.dumps({"timestamp": stamp, "data": line}) + "\n\n" for line in lines
+        )
+        self._send(200, body.encode(), ctype="text/event-stream")
 
 
 def _tree_entries(

@@ -8,6 +8,7 @@ schema-validated before signing; an invalid report is a bug and is never signed.
 from __future__ import annotations
 
 import json
+import math
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,17 @@ from schemas.validate import validate
 
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities (an undefined PPL, a ratio over zero) become null: JSON has none."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def build_report(
@@ -65,6 +77,7 @@ def build_report(
         "started": started,
         "finished": finished,
     }
+    doc = json_safe(doc)
     # The id is derived from everything but itself: the same run always has the same id.
     doc["report_id"] = sha256_bytes(
         canonical_json({k: v for k, v in doc.items() if k != "report_id"})

@@ -86,7 +86,9 @@ def show_cmd(
         if tps:
             con.print(f"TPS {tps.get('median', 0):.2f} (95% CI {tps.get('ci95')})")
         if ppl:
-            con.print(f"PPL {ppl.get('value', 0):.4f} (cap {ppl.get('cap', 0):.4f})")
+            value = ppl.get("value")
+            shown = "undefined" if value is None else f"{value:.4f}"
+            con.print(f"PPL {shown} (cap {ppl.get('cap', 0):.4f})")
         for c in rep.checks:
             con.print(f"  {c.status:<5} {c.id}: {c.summary}", markup=False)
         for f in rep.findings:

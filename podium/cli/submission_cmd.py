@@ -6,7 +6,6 @@ Each command is wiring over a function of the ``submission`` package. Exit codes
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +13,7 @@ import typer
 from rich.console import Console
 
 from podium.cli.output import JsonOpt, console, emit, json_mode, set_json
-from podium.errors import EXIT_FINDINGS, UsageError
+from podium.errors import EXIT_FINDINGS
 from schemas.challenge import ChallengeSpec, load_challenge
 from schemas.findings import Finding, errors_in
 
@@ -367,7 +366,7 @@ def selfcheck_cmd(
 
       podium submission selfcheck out/podium-tiny-baseline.tar.gz --runner process --json
     """
-    from podium.cli.verify_cmd import run_verification
+    from podium.cli.verify_cmd import bundle_challenge, run_verification
     from submission.bundle import package
 
     set_json(json_out)
@@ -380,7 +379,7 @@ def selfcheck_cmd(
                 console(stderr=True).print(f"[red]{f.check_id}[/] {f.message}", highlight=False)
             raise typer.Exit(EXIT_FINDINGS)
         bundle = packaged.bundle.path
-    config_challenge = _bundle_challenge(bundle)
+    config_challenge = bundle_challenge(bundle)
     raise typer.Exit(
         run_verification(
             bundle,
@@ -395,20 +394,6 @@ def selfcheck_cmd(
             logs=False,
         )
     )
-
-
-def _bundle_challenge(bundle: Path) -> str:
-    """The challenge id a bundle's manifest names (read without extracting the rest)."""
-    import tarfile
-
-    try:
-        with tarfile.open(bundle, "r:gz") as tar:
-            info = tar.getmember("manifest.json")
-            member = tar.extractfile(info) if info.isfile() and info.size < 4 << 20 else None
-            doc = json.loads(member.read()) if member else {}
-    except (tarfile.TarError, OSError, KeyError, ValueError) as exc:
-        raise UsageError(f"cannot read the manifest of {bundle}: {exc}") from None
-    return str((doc.get("challenge") or {}).get("id") or "tiny")
 
 
 def register(root: typer.Typer) -> None:

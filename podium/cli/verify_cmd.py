@@ -33,6 +33,20 @@ Examples:
 """
 
 
+def bundle_challenge(bundle: Path) -> str:
+    """The challenge id a bundle's manifest names."""
+    from submission.safe_bundle import peek_manifest
+
+    if not bundle.is_file():
+        raise UsageError(
+            f"no such bundle: {bundle}", hint="package one with `podium submission package`"
+        )
+    challenge = (peek_manifest(bundle).get("challenge") or {}).get("id")
+    if not isinstance(challenge, str):
+        raise UsageError(f"{bundle}'s manifest names no challenge", hint="pass --challenge NAME")
+    return challenge
+
+
 def _key(path: Path | None) -> KeyPair | None:
     if path is None:
         env = os.environ.get("PODIUM_KEY")
@@ -96,7 +110,7 @@ def summary_table(report: dict[str, Any], con: Console) -> None:
     if m.get("reported_tps"):
         table.add_row("reported TPS", f"{m['reported_tps']:.2f}")
     if ppl:
-        table.add_row("PPL", f"{ppl['value']:.4f}")
+        table.add_row("PPL", "undefined" if ppl["value"] is None else f"{ppl['value']:.4f}")
         table.add_row("PPL cap", f"{ppl['cap']:.4f}")
     con.print(table)
     checks = Table(show_header=True, header_style="bold")
@@ -232,7 +246,10 @@ def register(app: typer.Typer) -> None:
     @app.command("verify", help=VERIFY_HELP)
     def verify_cmd(
         bundle: Annotated[Path, typer.Argument(help="The submission bundle (.tar.gz).")],
-        challenge: Annotated[str, typer.Option(help="Challenge name or spec file.")] = "tiny",
+        challenge: Annotated[
+            str | None,
+            typer.Option(help="Challenge name or spec file (default: the one the manifest names)."),
+        ] = None,
         reported_tps: Annotated[
             float | None,
             typer.Option(help="The TPS the participant reported (default: the manifest's)."),
@@ -265,7 +282,7 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(
             run_verification(
                 bundle,
-                challenge=challenge,
+                challenge=challenge or bundle_challenge(bundle),
                 runner=runner,
                 out=out,
                 reported_tps=reported_tps,

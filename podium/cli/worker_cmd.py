@@ -199,6 +199,10 @@ def register(app: typer.Typer) -> None:
         )
         if harness_image:
             cfg.harness_image = harness_image
+        elif backend == "local":  # rehearsals build podium's image here
+            from verifier.dispatch.harness_image import build_harness_image
+
+            cfg.harness_image = build_harness_image()
         raise typer.Exit(_summary(Dispatcher(cfg, say=_say).run(once=once)))
 
     @app.command("harness", help=HARNESS_HELP)

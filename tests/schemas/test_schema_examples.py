@@ -21,6 +21,7 @@ EXAMPLES = Path(__file__).parent / "examples"
         ("manifest", "manifest.valid.json"),
         ("report", "report.valid.json"),
         ("record", "record.valid.json"),
+        ("queue-request", "queue-request.valid.json"),
     ],
 )
 def test_valid_examples_pass(kind: str, name: str) -> None:
@@ -50,6 +51,7 @@ def test_shipped_challenges_are_valid(name: str) -> None:
         ("report", "report.invalid-ci.json", "$.metrics.tps.ci95", "minItems"),
         ("record", "record.invalid-missing-team.json", "$", "required"),
         ("record", "record.invalid-tps-type.json", "$.metrics.tps", "type"),
+        ("queue-request", "queue-request.invalid-state.json", "$.state", "one of"),
         (
             "engine-config",
             "engine-config.invalid-types.json",

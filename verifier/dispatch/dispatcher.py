@@ -56,7 +56,7 @@ class DispatchConfig:
     heldout: VolumeSpec | None = None
     flavor: str = "a10g-small"
     harness_flavor: str = "cpu-upgrade"
-    harness_image: str = f"podium/harness:{__version__}"
+    harness_image: str = f"podium/harness:{__version__}"  # pushed where Jobs can pull it
     max_concurrent: int = 2
     lease_s: float = 900.0
     poll_s: float = 10.0
@@ -157,6 +157,8 @@ class Dispatcher:
         jobs_rec = {"server": server, "harness": harness, "network_group": group}
         logs = self._keep_logs(work, server, harness)
         cfg.backend.cleanup(group)
+        if cfg.build is None:
+            remove_engine_image(f"podium-job/{rid}:latest")
         report = J.report_from_logs(logs["harness_lines"])
         extra = {"jobs": jobs_rec, "logs": {k: v for k, v in logs.items() if k != "harness_lines"}}
         if report is None:
@@ -312,3 +314,13 @@ def build_engine_image(
         "build_seconds": round(time.monotonic() - started, 3),
         "command": [*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])],
     }
+
+
+def remove_engine_image(tag: str) -> None:
+    """Best effort: the rebuilt image is not needed once its server job has ended."""
+    import contextlib
+
+    from podium import dockerx
+
+    with contextlib.suppress(Exception):
+        dockerx.connect().images.remove(tag, force=True)

@@ -8,6 +8,7 @@ the same image is pushed to a registry Jobs can pull from (``--harness-image``).
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -32,8 +33,20 @@ WORKDIR /tmp
 """
 
 
+def _source_digest(root: Path) -> str:
+    """sha256 over podium's packages, so a changed source never reuses a stale image."""
+    h = hashlib.sha256()
+    for pkg in PACKAGES:
+        for path in sorted((root / pkg).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                h.update(path.relative_to(root).as_posix().encode() + b"\0")
+                h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:12]
+
+
 def harness_tag() -> str:
-    return f"podium/harness:{__version__}"
+    root = Path(__file__).resolve().parents[2]
+    return f"podium/harness:{__version__}-{_source_digest(root)}"
 
 
 def build_harness_image(*, base: str = BASE, tag: str | None = None, rebuild: bool = False) -> str:

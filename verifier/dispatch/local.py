@@ -71,7 +71,8 @@ class LocalJobs:
     def run(self, spec: JobSpec) -> str:
         labels = {**spec.labels, LABEL: "1", "podium.flavor": spec.flavor}
         kwargs: dict[str, Any] = {
-            "environment": {**spec.env, **spec.secrets},
+            # Jobs tells group members how to name each other; here aliases are bare names
+            "environment": {"HF_NETWORK_GROUP_PREFIX": "", **spec.env, **spec.secrets},
             "labels": labels,
             "volumes": self._binds(spec),
             "detach": True,

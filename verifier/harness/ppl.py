@@ -68,8 +68,9 @@ class PplResult:
 
     def to_metrics(self, cap: float | None = None) -> dict[str, Any]:
         """The report's ``metrics.ppl`` member."""
+        # no scored record leaves the PPL undefined: null, never NaN (JSON has none)
         out: dict[str, Any] = {
-            "value": self.value,
+            "value": self.value if math.isfinite(self.value) else None,
             "nll_sum": self.nll_sum,
             "tokens": self.tokens,
             "records": self.records,

@@ -15,7 +15,9 @@ run are found and removed before a new one.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +32,7 @@ from schemas.manifest import Manifest
 from verifier.runners.base import EngineHandle, RunnerInfo
 
 LABEL = "podium.sandbox"
+OWNER_LABEL = "podium.owner"
 
 _PROBE = r"""
 import json, os, socket, sys
@@ -72,14 +75,36 @@ def base_image_arg(manifest: Manifest, client: Any) -> str:
     )
 
 
+def owner_label() -> str:
+    """Who started a sandbox: ``HOST:PID``, so leftovers are told from live neighbours."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: str | None) -> bool:
+    host, _, pid = (owner or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine's or unlabelled: not ours to judge as alive
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def remove_leftovers(client: Any) -> int:
+    """Remove sandboxes whose verifier process is gone; never a live neighbour's."""
     removed = 0
     for c in client.containers.list(all=True, filters={"label": LABEL}):
-        c.remove(force=True)
-        removed += 1
+        if not _owner_alive((c.labels or {}).get(OWNER_LABEL)):
+            c.remove(force=True)
+            removed += 1
     for n in client.networks.list(filters={"label": LABEL}):
-        n.remove()
-        removed += 1
+        if not _owner_alive((n.attrs.get("Labels") or {}).get(OWNER_LABEL)):
+            with contextlib.suppress(Exception):  # still in use by a live container
+                n.remove()
+                removed += 1
     return removed
 
 
@@ -136,7 +161,7 @@ class LocalDockerRunner:
         assert self.image_id is not None and self.manifest is not None, "prepare() first"
         client = self._client()
         docker = require("docker", extra="docker")
-        labels = {LABEL: "1", "podium.run": self.run_id}
+        labels = {LABEL: "1", "podium.run": self.run_id, OWNER_LABEL: owner_label()}
         try:
             net = client.networks.create(
                 f"podium-sbx-{self.run_id}", driver="bridge", internal=True, labels=labels

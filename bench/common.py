@@ -1,0 +1,185 @@
+"""What every benchmark shares: engine processes, the machine's description, result files.
+
+Engines always run as separate processes (never threads of the benchmark), so the CPU
+time the harness spends is its own and the engine's work does not hide inside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+IMG_DIR = REPO_ROOT / "docs" / "img"
+DATA = REPO_ROOT / "podium" / "data"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _git_sha() -> str | None:
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip() or None
+    return None
+
+
+def machine() -> dict[str, Any]:
+    """Where and when a result was measured; the load average says how shared the CPU was."""
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "git_sha": _git_sha(),
+    }
+
+
+def write_result(name: str, data: dict[str, Any], out_dir: Path = RESULTS_DIR) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def cpu_model_dir() -> Path:
+    """The small model the CPU benchmarks serve: the shipped tiny model, else the dev one."""
+    tiny = DATA / "tiny" / "model"
+    return tiny if (tiny / "config.json").is_file() else DATA / "devtest" / "model"
+
+
+def cpu_prompts(n: int = 8) -> list[dict[str, Any]]:
+    """Text prompts for the chat endpoint: the tiny challenge's public ones when shipped."""
+    public = DATA / "tiny" / "public-prompts.jsonl"
+    if public.is_file():
+        rows = [json.loads(line) for line in public.read_text().splitlines() if line.strip()]
+        return rows[:n]
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while"]
+    return [
+        {"id": f"bench-{i}", "prompt": " ".join(words[(i + j) % len(words)] for j in range(12 + i))}
+        for i in range(n)
+    ]
+
+
+@dataclass
+class EngineProcess:
+    """A running engine process and its log; stop it with ``stop()`` (SIGTERM, then KILL)."""
+
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, n: int = 2000) -> str:
+        with contextlib.suppress(OSError):
+            return self.log.read_bytes()[-n:].decode("utf-8", "replace")
+        return ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+
+
+def start_engine(
+    args: Sequence[str],
+    *,
+    port: int,
+    ready_timeout_s: float = 120.0,
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
+) -> EngineProcess:
+    """Start ``python ARGS`` and wait until ``GET /health`` answers on ``port``."""
+    log = Path(tempfile.mkstemp(prefix="bench-engine-", suffix=".log")[1])
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(
+            [python, *args], cwd=REPO_ROOT, stdout=fh, stderr=subprocess.STDOUT, env=full_env
+        )
+    engine = EngineProcess(proc, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + ready_timeout_s
+    while time.monotonic() < deadline:
+        if not engine.alive():
+            raise RuntimeError(f"the engine exited while starting:\n{engine.log_tail()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(engine.url + "/health", timeout=2.0, trust_env=False).is_success:
+                return engine
+        time.sleep(0.2)
+    engine.stop()
+    raise RuntimeError(
+        f"the engine was not ready within {ready_timeout_s:g} s:\n{engine.log_tail()}"
+    )
+
+
+@contextlib.contextmanager
+def baseline_engine(
+    model: Path, *, served_name: str = "bench", max_model_len: int = 1024, threads: int = 1
+) -> Iterator[EngineProcess]:
+    """podium's baseline engine on the CPU, float32, as a separate process.
+
+    One torch thread by default: the model is small enough that a second thread buys
+    little, and on a shared machine idle OpenMP threads spinning for work make the
+    engine's speed depend on everything else that runs.
+    """
+    port = free_port()
+    engine = start_engine(
+        [
+            "-m",
+            "engines.baseline",
+            "--model",
+            str(model),
+            "--port",
+            str(port),
+            "--served-model-name",
+            served_name,
+            "--max-model-len",
+            str(max_model_len),
+        ],
+        port=port,
+        env={"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)},
+    )
+    try:
+        yield engine
+    finally:
+        engine.stop()

@@ -1,0 +1,62 @@
+"""The benchmarks' own arithmetic and fixtures: paced engine, interval maths, records."""
+
+from __future__ import annotations
+
+import math
+
+from bench import fidelity, noise, views
+from bench.common import free_port, start_engine
+from leaderboard.records import verify_record
+from podium.signing import KeyPair
+from verifier.harness.stats import t975
+
+
+def test_trials_needed_is_the_smallest_n_whose_interval_fits() -> None:
+    n = noise.trials_needed(0.01, 0.05)
+    assert n == 3
+    assert 2 * t975(n - 1) * 0.01 / math.sqrt(n) <= 0.05 < 2 * t975(n - 2) * 0.01 / math.sqrt(n - 1)
+    assert noise.trials_needed(0.01, 0.05, half=True) == 2
+
+
+def test_reproduction_risk_is_five_percent_at_the_matching_cv() -> None:
+    cv = 0.05 / (math.sqrt(2) * 1.959964)
+    assert abs(noise.reproduction_risk(cv) - 0.05) < 1e-4
+    assert noise.reproduction_risk(0.0) == 0.0
+
+
+def test_engine_side_splits_trials_and_measures_turnaround() -> None:
+    log = [
+        {"line": 0.0, "arrival": 0.0, "due": 1.0, "end": 1.0, "tokens": 10, "client_port": 1},
+        {"line": 1.1, "arrival": 1.1, "due": 2.1, "end": 2.1, "tokens": 10, "client_port": 1},
+        {"line": 2.2, "arrival": 2.2, "due": 3.2, "end": 3.2, "tokens": 10, "client_port": 1},
+        {"line": 3.2, "arrival": 3.2, "due": 4.2, "end": 4.2, "tokens": 10, "client_port": 1},
+    ]
+    trials = fidelity.engine_side(log, warmup=0, per_trial=2)
+    assert [t["tokens"] for t in trials] == [20, 20]
+    assert math.isclose(trials[0]["span_s"], 2.1)
+    assert [round(g) for g in trials[0]["turnaround_us"]] == [100_000]
+    assert [round(g) for g in trials[1]["turnaround_us"]] == [0]
+
+
+def test_harness_reads_the_paced_engine_rate_within_a_few_percent() -> None:
+    port = free_port()
+    engine = start_engine(
+        ["-m", "bench.paced_engine", "--rate", "2000", "--port", str(port)], port=port
+    )
+    try:
+        cell = fidelity.run_cell(engine.url, 2000, 1, trials=2, trial_s=0.5)
+    finally:
+        engine.stop()
+    assert cell["requests_per_trial"] == 2
+    assert all(t["tokens"] == 2 * fidelity.MAX_TOKENS for t in cell["trials"])
+    # the engine never delivers more than its rate, and the harness agrees with its clock
+    assert all(t["engine_vs_nominal"] <= 1e-6 for t in cell["trials"])
+    assert cell["max_abs_error_vs_engine"] < 0.05
+
+
+def test_synthetic_leaderboard_records_are_schema_valid_and_signed() -> None:
+    keypair = KeyPair.generate()
+    record = views.make_record(keypair, 7)
+    verify_record(record, keypair.public_key)
+    assert record["verdict"] == "VERIFIED"
+    assert views.make_record(keypair, 5)["verdict"] == "REJECTED"

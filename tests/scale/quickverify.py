@@ -1,0 +1,99 @@
+"""A real but quick ``verify_fn`` for the queue tests: real intake, a real signed report.
+
+No engine runs, so twenty requests verify in seconds; everything around the verify
+call (claim, lease, publish, mark) is the real worker. Each call appends one line to a
+ledger file, so a test can count how many times each request was verified.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from schemas.report import Stage
+from verifier.intake import intake
+from verifier.pipeline import Outcome, VerifyRequest
+from verifier.report import build_report, now_iso, sign_report, write_report
+
+
+def quick_verify(req: VerifyRequest, *, ledger: Path, delay_s: float = 0.0) -> Outcome:
+    started = now_iso()
+    work = Path(tempfile.mkdtemp(prefix="quick-"))
+    try:
+        took = time.perf_counter()
+        it = intake(req.bundle, work, req.spec)
+        assert it.ok and it.manifest is not None, [f.message for f in it.findings]
+        time.sleep(delay_s)
+        stage = Stage("intake", "ok", round(time.perf_counter() - took, 3))
+        spec = req.spec
+        doc = build_report(
+            verdict="UNOFFICIAL",
+            mode="official",
+            runner=req.runner.info.name,
+            challenge={"id": spec.id, "version": spec.version, "spec_sha256": spec.sha256},
+            submission={
+                "team": it.manifest.team,
+                "entry": it.manifest.entry,
+                "bundle_sha256": it.bundle_sha256,
+                "reported_tps": req.reported_tps,
+                "manifest_sha256": it.manifest_sha256,
+            },
+            image=None,
+            heldout=None,
+            environment={"fingerprint_sha256": "0" * 64, "official_hardware": False},
+            metrics={"ppl": None, "tps": None, "reported_tps": req.reported_tps},
+            checks=[],
+            findings=[],
+            stages=[stage],
+            failure=None,
+            git_sha=None,
+            started=started,
+            finished=now_iso(),
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert req.key is not None
+    doc = sign_report(doc, req.key)
+    path = write_report(doc, req.out_dir / "report.json")
+    entry = {"reported_tps": req.reported_tps, "pid": os.getpid(), "report": doc["report_id"]}
+    line = json.dumps(entry)
+    with open(ledger, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.write(line + "\n")
+    return Outcome(report=doc, report_path=path, verdict=doc["verdict"], signed=True)
+
+
+def main() -> None:
+    """``python quickverify.py QUEUE STORE KEYFILE LEDGER OUT LEASE DELAY``: one worker."""
+    from functools import partial
+
+    from leaderboard.stores import open_store
+    from podium.signing import load_private_key
+    from verifier.queue.stores import open_queue
+    from verifier.runners.process import ProcessRunner
+    from verifier.worker import Worker, WorkerConfig
+
+    queue, store, key, ledger, out, lease, delay = sys.argv[1:8]
+    cfg = WorkerConfig(
+        queue=open_queue(queue),
+        store=open_store(store),
+        key=load_private_key(Path(key)),
+        runner=ProcessRunner,
+        out_dir=Path(out),
+        lease_s=float(lease),
+        poll_s=0.2,
+        worker_id=f"sub-{os.getpid()}",
+        verify_fn=partial(quick_verify, ledger=Path(ledger), delay_s=float(delay)),
+    )
+    print("worker started", flush=True)
+    Worker(cfg, say=lambda s: print(s, flush=True)).run(install_signals=True)
+
+
+if __name__ == "__main__":
+    main()

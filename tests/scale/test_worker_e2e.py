@@ -1,0 +1,51 @@
+"""One request through a real worker and the real pipeline: rebuilt, sandboxed, judged."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from leaderboard.stores.local import LocalStore
+from podium.signing import KeyPair
+from verifier.queue import request as rq
+from verifier.queue.stores import LocalQueue, describe_bundle
+from verifier.runners.local_docker import LocalDockerRunner
+from verifier.runners.process import ProcessRunner
+from verifier.worker import Worker, WorkerConfig
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+TINY = Path(__file__).resolve().parents[2] / "podium" / "data" / "tiny"
+
+
+def test_a_worker_verifies_a_queued_bundle_in_the_sandbox_and_publishes_it(
+    tmp_path: Path, sample_bundle: Path, keypair: KeyPair
+) -> None:
+    if not (TINY / "MANIFEST.json").is_file():
+        if os.environ.get("PODIUM_REQUIRE_DOCKER") == "1":
+            pytest.fail("the shipped tiny model is missing (podium/data/tiny/MANIFEST.json)")
+        pytest.skip("the shipped tiny model is not built yet (podium/data/tiny/MANIFEST.json)")
+    queue = LocalQueue(tmp_path / "queue")
+    store = LocalStore(tmp_path / "results")
+    (req,) = queue.submit([describe_bundle(sample_bundle)])
+    worker = Worker(
+        WorkerConfig(
+            queue=queue,
+            store=store,
+            key=keypair,
+            runner=LocalDockerRunner,
+            out_dir=tmp_path / "out",
+            reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
+            lease_s=60,
+        )
+    )
+    (handled,) = worker.run(once=True)
+    (done,) = queue.list_requests()
+    res = done.doc["result"]
+    assert handled.state == "FINISHED" and done.state == rq.FINISHED, res
+    # VERIFIED unless the timing-based caching check saw noise on a loaded machine
+    assert res["verdict"] in ("VERIFIED", "REJECTED"), res
+    (record,) = store.list_records()
+    assert res["record_ids"] == [record["record_id"]]
+    assert record["verdict"] == res["verdict"] and record["team"] == req.doc["team"]
