@@ -46,7 +46,7 @@ test: venv docker browser lint
 demo: venv docker
 	bash scripts/demo.sh
 
-# The CPU benchmarks (about 10 minutes; BENCH_ARGS=--quick for about 5): JSON results in
+# The CPU benchmarks (about 11 minutes; BENCH_ARGS=--quick for about 6): JSON results in
 # bench/results/, plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. The GPU part
 # runs by hand on the GPU machine: python -m bench.gpu_e4b (see docs/benchmarks.md).
 BENCH_STAMP := $(VENV)/.podium-bench-installed

@@ -27,6 +27,7 @@ Tensors never leave this module: callers see token ids, floats and ``TokenLogpro
 
 from __future__ import annotations
 
+import inspect
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -126,6 +127,9 @@ class BaselineEngine:
         )
         self.model = model.to(self.device)  # type: ignore[arg-type]
         self.model.eval()
+        # transformers renamed ``past_key_values`` to ``cache`` (5.2x); take what is there
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
         config = self.model.config.get_text_config()
         self.vocab_size = int(config.vocab_size)
         limit = int(getattr(config, "max_position_embeddings", 0) or 0) or None
@@ -184,14 +188,16 @@ class BaselineEngine:
         """Run ``ids`` (1 x n) after ``cache``; logits of every position or only the last."""
         import torch
 
+        kwargs = {self._cache_arg: cache}
         with torch.inference_mode():
             out = self.model(
                 ids.to(self.device),
-                cache=cache,
                 use_cache=True,
                 logits_to_keep=0 if all_logits else 1,
+                **kwargs,
             )
-        return out.logits[0], out.cache
+        new_cache = getattr(out, "cache", None)
+        return out.logits[0], out.past_key_values if new_cache is None else new_cache
 
     def prefill(self, prompt_ids: list[int], prompt_logprobs: int | None) -> Prefill:
         """Run the prompt, scoring it in chunks of positions when logprobs are asked for.

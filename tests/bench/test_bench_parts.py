@@ -15,7 +15,8 @@ def test_trials_needed_is_the_smallest_n_whose_interval_fits() -> None:
     n = noise.trials_needed(0.01, 0.05)
     assert n == 3
     assert 2 * t975(n - 1) * 0.01 / math.sqrt(n) <= 0.05 < 2 * t975(n - 2) * 0.01 / math.sqrt(n - 1)
-    assert noise.trials_needed(0.01, 0.05, half=True) == 2
+    assert noise.trials_needed(0.01, 0.05, half=True) == 3
+    assert noise.trials_needed(0.002, 0.05, half=True) == 2
 
 
 def test_reproduction_risk_is_five_percent_at_the_matching_cv() -> None:
