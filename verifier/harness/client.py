@@ -1,44 +1,46 @@
-"""The harness's only way to reach an engine: HTTP, through one async httpx client.
+"""The harness's only way to reach an engine: HTTP/1.1, through ``wire.Wire``.
 
 The harness never knows how the engine was started; it gets a base URL and speaks
 vLLM's OpenAI-compatible subset (``docs/engine-protocol.md``). Every transport failure,
 timeout and non-2xx answer is translated into ``EngineError`` / ``EngineTimeout`` in one
 place, ``engine_error``, naming the request kind and an excerpt of what came back.
 
-Each request runs under a total deadline (``asyncio.timeout``) on top of httpx's
-per-read timeout, so an engine that drips bytes cannot hold a request open forever.
-``trust_env=False``: proxy variables of the verifier's machine must never reroute the
-engine's traffic.
+Each request runs under a total deadline (``asyncio.timeout``), so an engine that drips
+bytes cannot hold a request open forever. The wire is a small client of its own, not
+httpx: the TPS loop is closed, and httpx's per-request cost (about 2 ms of Python on a
+small machine) would be charged to the engine (``docs/benchmarks.md``, section 1). It
+reads no proxy variables: the verifier's machine must never reroute the engine's traffic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from podium.errors import EngineError, EngineTimeout
+from verifier.harness.wire import ProtocolError, Response, Wire
 
 _EXCERPT = 300
+# what a transport failure can raise: refused or reset (OSError), closed mid-answer
+# (EOFError: asyncio.IncompleteReadError), or an answer that is not HTTP
+TRANSPORT_ERRORS = (OSError, EOFError, ProtocolError, TimeoutError)
 
 
 def engine_error(
     kind: str,
     *,
     exc: BaseException | None = None,
-    response: httpx.Response | None = None,
+    response: Response | None = None,
     body_text: str | None = None,
     timeout_s: float | None = None,
     detail: str | None = None,
 ) -> EngineError:
     """The one translation of an HTTP failure into podium's error hierarchy."""
-    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+    if isinstance(exc, TimeoutError):
         limit = f" within {timeout_s:g} s" if timeout_s is not None else ""
         return EngineTimeout(
             f"{kind}: the engine did not answer{limit}",
@@ -46,14 +48,14 @@ def engine_error(
             where=kind,
         )
     if response is not None:
-        text = body_text if body_text is not None else _safe_text(response)
+        text = body_text if body_text is not None else response.text
         excerpt = " ".join(text.split())[:_EXCERPT]
         return EngineError(
-            f"{kind}: HTTP {response.status_code} from {response.request.url.path}: {excerpt}",
+            f"{kind}: HTTP {response.status} from {response.path}: {excerpt}",
             hint="read the engine's log for the cause",
             where=kind,
         )
-    if isinstance(exc, httpx.ConnectError | httpx.RemoteProtocolError | httpx.ReadError):
+    if isinstance(exc, OSError | EOFError | ProtocolError):
         return EngineError(
             f"{kind}: the engine closed or refused the connection ({type(exc).__name__}: {exc})",
             hint="the engine probably crashed; read its log",
@@ -62,13 +64,6 @@ def engine_error(
     if exc is not None:
         return EngineError(f"{kind}: {type(exc).__name__}: {exc}", where=kind)
     return EngineError(f"{kind}: {detail or 'malformed answer'}", where=kind)
-
-
-def _safe_text(response: httpx.Response) -> str:
-    try:
-        return response.text
-    except (httpx.ResponseNotRead, UnicodeDecodeError):
-        return "<unreadable body>"
 
 
 @dataclass
@@ -184,22 +179,10 @@ class EngineClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = float(timeout_s)
-        pool = max(1, concurrency) + 2
-        transport = httpx.AsyncHTTPTransport(
-            http1=True,
-            http2=False,
-            retries=0,
-            trust_env=False,
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-            # headers and body go out as separate writes: without NODELAY, Nagle's
-            # algorithm meets the server's delayed ACK and stalls requests by ~40 ms
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-        )
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            transport=transport,
-            trust_env=False,
-            timeout=httpx.Timeout(self.timeout_s, connect=min(connect_timeout_s, self.timeout_s)),
+        self._wire = Wire(
+            self.base_url,
+            pool=max(1, concurrency) + 2,
+            connect_timeout_s=min(connect_timeout_s, self.timeout_s),
         )
 
     async def __aenter__(self) -> EngineClient:
@@ -209,22 +192,21 @@ class EngineClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._wire.aclose()
 
     async def get_json(self, path: str, kind: str, *, timeout_s: float | None = None) -> Any:
         limit = timeout_s if timeout_s is not None else self.timeout_s
         try:
-            async with asyncio.timeout(limit):
-                response = await self._http.get(path, timeout=limit)
-        except (httpx.HTTPError, TimeoutError) as exc:
+            response = await self._wire.request("GET", path, timeout_s=limit)
+        except TRANSPORT_ERRORS as exc:
             raise engine_error(kind, exc=exc, timeout_s=limit) from exc
         return self._json(response, kind)
 
-    def _json(self, response: httpx.Response, kind: str) -> Any:
-        if not response.is_success:
+    def _json(self, response: Response, kind: str) -> Any:
+        if not response.ok:
             raise engine_error(kind, response=response)
         try:
-            return response.json()
+            return json.loads(response.body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise engine_error(kind, detail=f"the answer is not JSON ({exc})") from exc
 
@@ -233,36 +215,41 @@ class EngineClient:
     ) -> Reply:
         """POST a completions or chat body; streamed answers are joined into one ``Reply``."""
         limit = timeout_s if timeout_s is not None else self.timeout_s
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         start = time.perf_counter()
         try:
-            async with asyncio.timeout(limit):
-                if body.get("stream"):
-                    acc = _StreamAccumulator(kind)
-                    async for chunk in self._sse(path, body, kind):
+            if body.get("stream"):
+                acc = _StreamAccumulator(kind)
+                async with asyncio.timeout(limit):
+                    async for chunk in self._sse(path, data, kind):
                         acc.add(chunk)
-                    return acc.reply(time.perf_counter() - start)
-                response = await self._http.post(path, json=body)
-                payload = self._json(response, kind)
-        except (httpx.HTTPError, TimeoutError) as exc:
+                return acc.reply(time.perf_counter() - start)
+            response = await self._wire.request("POST", path, data, timeout_s=limit)
+        except TRANSPORT_ERRORS as exc:
             raise engine_error(kind, exc=exc, timeout_s=limit) from exc
+        payload = self._json(response, kind)
         return parse_reply(payload, kind, time.perf_counter() - start)
 
-    async def _sse(self, path: str, body: dict[str, Any], kind: str) -> AsyncIterator[Any]:
-        async with self._http.stream("POST", path, json=body) as response:
-            if not response.is_success:
-                text = (await response.aread()).decode("utf-8", "replace")
-                raise engine_error(kind, response=response, body_text=text)
-            async for line in response.aiter_lines():
+    async def _sse(self, path: str, data: bytes, kind: str) -> AsyncIterator[Any]:
+        async with self._wire.stream("POST", path, data) as stream:
+            if not 200 <= stream.status < 300:
+                text = (await stream.read()).decode("utf-8", "replace")
+                raise engine_error(
+                    kind,
+                    response=Response(stream.status, stream.headers, b"", stream.path),
+                    body_text=text,
+                )
+            async for line in stream.lines():
                 if not line.startswith("data:"):
                     continue
-                data = line[5:].strip()
-                if data == "[DONE]":
+                payload = line[5:].strip()
+                if payload == "[DONE]":
                     return
                 try:
-                    yield json.loads(data)
+                    yield json.loads(payload)
                 except json.JSONDecodeError as exc:
                     raise engine_error(
-                        kind, detail=f"a stream chunk is not JSON: {data[:80]}"
+                        kind, detail=f"a stream chunk is not JSON: {payload[:80]}"
                     ) from exc
             raise engine_error(kind, detail="the stream ended without 'data: [DONE]'")
 
@@ -313,11 +300,11 @@ class EngineClient:
                 )
             probe = min(max(left, 0.1), 10.0)
             try:
-                response = await self._http.get("/health", timeout=probe)
-                if response.is_success:
+                response = await self._wire.request("GET", "/health", timeout_s=probe)
+                if response.ok:
                     return await self.served_model()
-                last = f"/health answered HTTP {response.status_code}"
-            except httpx.HTTPError as exc:
+                last = f"/health answered HTTP {response.status}"
+            except TRANSPORT_ERRORS as exc:
                 last = f"{type(exc).__name__}"
             except EngineError as exc:
                 last = exc.message
