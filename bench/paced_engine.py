@@ -4,7 +4,10 @@
 stage uses (``/health``, ``/v1/models``, ``/v1/chat/completions`` and
 ``/v1/completions``, non-streamed, with ``return_token_ids``). Every request gets
 exactly ``max_tokens`` token ids, and its answer is written when they are due on an
-absolute clock started at the request's arrival: ``arrival + max_tokens / R``. Requests
+absolute clock started when the request line arrived: ``line + max_tokens / R`` (the
+answer is encoded before the wait and written in one piece, and the end of the wait is
+napped and spun rather than slept (``wait_until``), so the answer leaves on time, not a
+sleep's late wake-up after). Requests
 are paced independently (one thread each), so at concurrency ``c`` the engine delivers
 ``c x R`` tokens/s for as long as the client keeps ``c`` requests in flight. ``--rate 0``
 answers at once (the client's ceiling).
@@ -29,6 +32,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL_ID = "bench/paced"
+#: the last part of each wait is napped and spun, not slept: a sleep wakes up late
+SPIN_S = 0.002
+
+
+def wait_until(due: float) -> None:
+    """Sleep to within SPIN_S of ``due``, then in 0.1 ms naps, then spin the last 0.2 ms.
+
+    A plain ``sleep`` wakes up to about a millisecond late on a busy machine; spinning the
+    whole margin would burn a core per in-flight request. This is on time to tens of µs
+    and spins for 0.2 ms per request at most.
+    """
+    left = due - time.perf_counter()
+    if left > SPIN_S:
+        time.sleep(left - SPIN_S)
+    while (left := due - time.perf_counter()) > 0.0002:
+        time.sleep(0.0001)
+    while time.perf_counter() < due:
+        pass
 
 
 class _Server(ThreadingHTTPServer):
@@ -58,13 +79,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.line_at = time.perf_counter()
         return super().parse_request()
 
-    def _send(self, status: int, body: Any) -> None:
+    def _encode(self, status: int, body: Any) -> bytes:
+        """Status line, headers and JSON body as one buffer (one write, one segment)."""
         data = json.dumps(body, separators=(",", ":")).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        head = (
+            f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n"
+        )
+        return head.encode("latin-1") + data
+
+    def _send(self, status: int, body: Any) -> None:
+        self.wfile.write(self._encode(status, body))
         self.wfile.flush()
 
     def do_GET(self) -> None:
@@ -104,11 +130,14 @@ class _Handler(BaseHTTPRequestHandler):
         usage = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n}
         answer = {"id": "cmpl-paced", "model": MODEL_ID, "choices": [choice], "usage": usage}
         rate = self.server.rate
-        due = arrival + n / rate if rate > 0 else arrival
-        delay = due - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
-        self._send(200, answer)
+        # The answer is due n / R after the request line arrived; it is encoded before
+        # the wait and written in one piece, and the last millisecond is spun rather
+        # than slept, so the engine delivers at its nominal rate, not later.
+        due = self.line_at + n / rate if rate > 0 else arrival
+        payload = self._encode(200, answer)
+        wait_until(due)
+        self.wfile.write(payload)
+        self.wfile.flush()
         end = time.perf_counter()
         entry = {
             "line": self.line_at,

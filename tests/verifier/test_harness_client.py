@@ -94,6 +94,19 @@ def test_streamed_and_plain_answers_read_the_same() -> None:
     assert plain.token_ids and len(plain.token_ids) == 6  # type: ignore[attr-defined]
 
 
+def test_streamed_answers_keep_their_connection_for_the_next_request() -> None:
+    body = {**BODY, "stream": True}
+
+    async def go(url: str) -> int:
+        async with EngineClient(url, timeout_s=5.0) as client:
+            for _ in range(3):
+                await client.complete(body)
+            return len(client._wire._idle)
+
+    with FakeEngine() as engine:
+        assert asyncio.run(go(engine.url)) == 1
+
+
 def test_chat_prompt_ids_are_read_from_the_top_level() -> None:
     body = {
         "model": MODEL_ID,

@@ -15,6 +15,7 @@ reads no proxy variables: the verifier's machine must never reroute the engine's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -25,6 +26,7 @@ from podium.errors import EngineError, EngineTimeout
 from verifier.harness.wire import ProtocolError, Response, Wire
 
 _EXCERPT = 300
+_DRAIN_S = 0.05  # longest wait for a stream's end after 'data: [DONE]'
 # what a transport failure can raise: refused or reset (OSError), closed mid-answer
 # (EOFError: asyncio.IncompleteReadError), or an answer that is not HTTP
 TRANSPORT_ERRORS = (OSError, EOFError, ProtocolError, TimeoutError)
@@ -244,6 +246,11 @@ class EngineClient:
                     continue
                 payload = line[5:].strip()
                 if payload == "[DONE]":
+                    # the body's end follows at once from any sane server; reading it
+                    # keeps the connection for the next request, waiting for it is bounded
+                    with contextlib.suppress(*TRANSPORT_ERRORS):
+                        async with asyncio.timeout(_DRAIN_S):
+                            await stream.read()
                     return
                 try:
                     yield json.loads(payload)

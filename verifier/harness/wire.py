@@ -1,17 +1,15 @@
 """A minimal HTTP/1.1 keep-alive client on asyncio streams: the harness's wire to an engine.
 
 Why not httpx: the TPS loop is closed, so every microsecond between one answer and the
-next request is charged to the engine. httpx/httpcore spend about 2 ms of Python per
-request on a small machine and send headers and body in two writes. This client builds
-request line, headers and body into one buffer and writes it once, on a connection with
-TCP_NODELAY, and parses only what an engine's answer needs: the status line, headers,
-and a body delimited by Content-Length, chunked encoding or the end of the connection.
+next request is charged to the engine, and httpx/httpcore spend about 2 ms of Python per
+request on a small machine, sending headers and body in two writes. This client writes
+request line, headers and body in one piece on a TCP_NODELAY connection, and parses only
+the status line, headers, and a body delimited by Content-Length, chunks or end of file.
 
-Failures surface as plain exceptions for the caller to translate (``client.engine_error``):
-``OSError`` (refused, reset), ``EOFError`` (``asyncio.IncompleteReadError``: the engine
-closed mid-answer), ``ProtocolError`` (an answer that is not HTTP/1.x) and ``TimeoutError``.
-A kept-alive connection the engine has closed in the meantime is detected when nothing of
-the answer arrived, and the request is sent once more on a fresh connection.
+Failures are plain exceptions, translated by ``client.engine_error``: ``OSError`` (refused,
+reset), ``EOFError`` (the engine closed mid-answer), ``ProtocolError``, ``TimeoutError``.
+A kept-alive connection the engine closed meanwhile (nothing of the answer arrived) is
+retried once on a fresh connection.
 """
 
 from __future__ import annotations
@@ -19,13 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 _LIMIT = 1 << 20  # longest header block or chunk-size line read in one piece
-_NO_BODY = (204, 304)
 
 
 class ProtocolError(Exception):
@@ -54,14 +50,11 @@ class Response:
         return self.body.decode("utf-8", "replace")
 
 
+@dataclass
 class _Conn:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.reused = False
-
-    def close(self) -> None:
-        self.writer.close()
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    reused: bool = False
 
 
 class Stream:
@@ -72,8 +65,10 @@ class Stream:
         self.status = status
         self.headers = headers
         self.path = path
-        self.done = False
-        self.reusable = _keep_alive(headers) and _delimited(headers)
+        self.done = status in (204, 304)  # answers that never have a body
+        self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        keep_alive = "close" not in headers.get("connection", "").lower()
+        self.reusable = keep_alive and (self.chunked or "content-length" in headers)
         length = headers.get("content-length", "0")
         if not length.isdigit():
             raise ProtocolError(f"malformed Content-Length: {length[:40]!r}")
@@ -82,10 +77,9 @@ class Stream:
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's pieces, as they come; ``done`` is true once the body is complete."""
         reader = self._conn.reader
-        if self.status in _NO_BODY:
-            self.done = True
+        if self.done:
             return
-        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+        if self.chunked:
             while True:
                 size = _chunk_size(await reader.readuntil(b"\r\n"))
                 if size == 0:
@@ -121,14 +115,6 @@ class Stream:
             yield rest.rstrip(b"\r").decode("utf-8", "replace")
 
 
-def _keep_alive(headers: dict[str, str]) -> bool:
-    return "close" not in headers.get("connection", "").lower()
-
-
-def _delimited(headers: dict[str, str]) -> bool:
-    return "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
-
-
 def _chunk_size(line: bytes) -> int:
     try:
         return int(line.split(b";", 1)[0].strip(), 16)
@@ -144,7 +130,7 @@ async def _read_head(reader: asyncio.StreamReader) -> bytes:
 
 
 class Wire:
-    """Kept-alive connections to one ``http(s)://host:port[/prefix]`` base URL.
+    """Kept-alive connections to one ``http://host:port[/prefix]`` base URL.
 
     Up to ``pool`` idle connections are kept; a request that finds none idle opens a new
     one at once rather than waiting, so no request queues for the pool inside a timed
@@ -153,17 +139,12 @@ class Wire:
 
     def __init__(self, base_url: str, *, pool: int = 1, connect_timeout_s: float = 10.0) -> None:
         url = urlsplit(base_url)
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError(f"not an http(s) URL: {base_url!r}")
-        self.host = url.hostname
-        self.port = url.port or (443 if url.scheme == "https" else 80)
-        self.prefix = url.path.rstrip("/")
-        self.ssl = ssl.create_default_context() if url.scheme == "https" else None
-        default_port = self.port == (443 if self.ssl else 80)
-        authority = self.host if default_port else f"{self.host}:{self.port}"
-        self._head = f"Host: {authority}\r\nUser-Agent: podium-harness\r\nAccept: */*\r\n"
-        self.pool = max(1, pool)
-        self.connect_timeout_s = connect_timeout_s
+        if url.scheme != "http" or not url.hostname:  # engines are local: no TLS
+            raise ValueError(f"not an http:// URL: {base_url!r}")
+        self.host, self.port, self.prefix = url.hostname, url.port or 80, url.path.rstrip("/")
+        host = url.netloc.rpartition("@")[2]
+        self._head = f"Host: {host}\r\nUser-Agent: podium-harness\r\nAccept: */*\r\n"
+        self.pool, self.connect_timeout_s = max(1, pool), connect_timeout_s
         self._idle: list[_Conn] = []
 
     async def __aenter__(self) -> Wire:
@@ -175,10 +156,7 @@ class Wire:
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
         for conn in idle:
-            conn.close()
-        for conn in idle:
-            with contextlib.suppress(OSError):
-                await conn.writer.wait_closed()
+            conn.writer.close()
 
     async def request(
         self, method: str, path: str, body: bytes | None = None, *, timeout_s: float
@@ -192,12 +170,8 @@ class Wire:
     async def stream(
         self, method: str, path: str, body: bytes | None = None
     ) -> AsyncIterator[Stream]:
-        """Send one request; the answer's body is read by the caller (``Stream.chunks``).
-
-        The connection goes back to the pool only when the body was read to its end and
-        the engine keeps the connection alive; otherwise (error, cancellation, an
-        unfinished body) it is closed.
-        """
+        """Send one request; the caller reads the body. The connection is pooled again
+        only if the body was read to its end and the engine keeps it alive."""
         data = self._encode(method, path, body)
         conn = await self._acquire()
         keep = False
@@ -205,11 +179,10 @@ class Wire:
             try:
                 status, headers = await self._exchange(conn, data)
             except StaleConnection:
-                conn.close()
+                conn.writer.close()
                 conn = await self._connect()
                 status, headers = await self._exchange(conn, data)
             stream = Stream(conn, status, headers, self.prefix + path)
-            stream.done = method == "HEAD"
             yield stream
             keep = stream.done and stream.reusable and len(self._idle) < self.pool
         finally:
@@ -217,7 +190,7 @@ class Wire:
                 conn.reused = True
                 self._idle.append(conn)
             else:
-                conn.close()
+                conn.writer.close()
 
     def _encode(self, method: str, path: str, body: bytes | None) -> bytes:
         head = f"{method} {self.prefix}{path} HTTP/1.1\r\n{self._head}"
@@ -231,14 +204,12 @@ class Wire:
             conn = self._idle.pop()
             if not conn.reader.at_eof() and not conn.writer.is_closing():
                 return conn
-            conn.close()
+            conn.writer.close()
         return await self._connect()
 
     async def _connect(self) -> _Conn:
         async with asyncio.timeout(self.connect_timeout_s):
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self.ssl, limit=_LIMIT
-            )
+            reader, writer = await asyncio.open_connection(self.host, self.port, limit=_LIMIT)
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -250,13 +221,10 @@ class Wire:
             conn.writer.write(data)
             await conn.writer.drain()
             head = await _read_head(conn.reader)
-        except asyncio.IncompleteReadError as exc:
-            if conn.reused and not exc.partial:
-                raise StaleConnection("the kept-alive connection was closed") from exc
-            raise
-        except (ConnectionResetError, BrokenPipeError) as exc:
-            if conn.reused:
-                raise StaleConnection(str(exc)) from exc
+        except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError) as exc:
+            partial = isinstance(exc, asyncio.IncompleteReadError) and exc.partial
+            if conn.reused and not partial:
+                raise StaleConnection(f"a kept-alive connection closed: {exc!r}") from exc
             raise
         status, headers = _parse_head(head)
         while 100 <= status < 200:  # informational answers precede the real one
@@ -265,19 +233,16 @@ class Wire:
 
 
 def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
-    lines = head.decode("latin-1").split("\r\n")
+    lines = head.decode("latin-1").split("\r\n")[:-2]  # the head ends in two CRLFs
     parts = lines[0].split(" ", 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
         raise ProtocolError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
     headers: dict[str, str] = {}
     for line in lines[1:]:
-        if not line:
-            continue
         name, sep, value = line.partition(":")
         if not sep:
             raise ProtocolError(f"malformed header line: {line[:80]!r}")
-        key = name.strip().lower()
-        value = value.strip()
+        key, value = name.strip().lower(), value.strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     if parts[0] == "HTTP/1.0" and "keep-alive" not in headers.get("connection", "").lower():
         headers["connection"] = "close"
