@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from podium import __version__
 from podium.canonical import canonical_json, sha256_bytes
+from podium.fsutil import atomic_write
 from podium.signing import KeyPair, sign_document
 from schemas.findings import Finding
 from schemas.report import CheckResult, Failure, Stage
@@ -93,9 +93,6 @@ def sign_report(doc: dict[str, Any], keypair: KeyPair) -> dict[str, Any]:
 
 
 def write_report(doc: dict[str, Any], path: Path) -> Path:
-    """Write atomically (temp file + rename) so a crash never leaves half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write atomically so a crash never leaves half a report."""
+    atomic_write(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     return path

@@ -9,10 +9,6 @@ crash never leaves half a record.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from podium.errors import SignatureError, StoreError
+from podium.fsutil import atomic_write, folder_lock
 from podium.signing import key_id
 
 from .base import (
@@ -49,30 +46,6 @@ def key_id_of_pem(pem: bytes) -> str:
     return key_id(key)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so no reader ever sees a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    moved = False
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide rows from other readers
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        moved = True
-    finally:
-        if not moved:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 class LocalStore:
     """Records in ``root``; safe for several processes publishing at once."""
 
@@ -82,23 +55,8 @@ class LocalStore:
 
     # -- locking -----------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fh = open(self.root / LOCK_NAME, "a+b")  # noqa: SIM115 (held for the block)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot open the store at {self.root}: {exc.strerror}",
-                where=str(self.root),
-                hint="check the path and its permissions",
-            ) from exc
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-            fh.close()
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return folder_lock(self.root, LOCK_NAME, what="store")
 
     def _write(self, rel: str, data: bytes) -> None:
         try:

@@ -11,14 +11,13 @@ whose ``flock`` is honest); many machines should share a Hub queue.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from leaderboard.stores.local import atomic_write
 from podium.errors import SchemaError, StoreError
+from podium.fsutil import atomic_write, folder_lock
 from verifier.queue import request as rq
 from verifier.queue.request import QueueRequest
 from verifier.queue.stores.base import BundleToSubmit, Change, QueueStore
@@ -31,21 +30,8 @@ class LocalQueue(QueueStore):
         self.root = Path(root)
         self.url = str(self.root)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fh = open(self.root / LOCK_NAME, "a+b")  # noqa: SIM115 (held for the block)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot open the queue at {self.root}: {exc.strerror}", where=str(self.root)
-            ) from exc
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-            fh.close()
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return folder_lock(self.root, LOCK_NAME, what="queue")
 
     # -- reading (callers may or may not hold the lock) ----------------------------
 
