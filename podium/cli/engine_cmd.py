@@ -1,0 +1,112 @@
+"""``podium engine``: run podium's engines as plain processes, inspect the vLLM mapping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from podium.cli.output import JsonOpt, emit, set_json
+from podium.errors import UsageError
+from podium.extras import require
+
+app = typer.Typer(help="Engines: the baseline server and the vLLM launcher.", no_args_is_help=True)
+
+ENGINES = ("baseline",)
+
+
+def model_path(model: str) -> Path:
+    """``tiny`` names the shipped model; anything else is a local folder."""
+    if model == "tiny":
+        from verifier.datasets import shipped_path
+
+        return shipped_path("tiny/model")
+    path = Path(model)
+    if not (path / "config.json").is_file():
+        raise UsageError(
+            f"{model} is not a model folder (no config.json)",
+            hint="pass a local transformers checkpoint, or `tiny` for the shipped model",
+        )
+    return path
+
+
+@app.command("serve")
+def serve_cmd(
+    engine: Annotated[str, typer.Argument(help="Which engine: baseline.")],
+    model: Annotated[str, typer.Option(help="A local model folder, or `tiny`.")] = "tiny",
+    host: Annotated[str, typer.Option(help="Address to bind (keep 127.0.0.1 off a sandbox).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    served_model_name: Annotated[
+        str | None, typer.Option(help="Name at /v1/models (default: the folder's name).")
+    ] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    max_model_len: Annotated[int | None, typer.Option(help="Longest prompt + output.")] = None,
+) -> None:
+    """Serve a model with the baseline engine as a plain process (Ctrl-C stops it).
+
+    It speaks the protocol in docs/engine-protocol.md, the same as in its container.
+
+    Examples:
+
+      podium engine serve baseline --model tiny --port 8000
+
+      podium engine serve baseline --model ./my-checkpoint --device cuda --dtype bfloat16
+    """
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}", hint=f"choose one of: {', '.join(ENGINES)}")
+    require("torch", extra="engine")
+    require("transformers", extra="engine")
+    from engines.baseline import serve
+
+    serve(
+        model_path(model),
+        host,
+        port,
+        served_model_name=served_model_name,
+        device=device,
+        dtype=dtype,
+        max_model_len=max_model_len,
+        quiet=False,
+    )
+
+
+@app.command("vllm-args")
+def vllm_args_cmd(
+    config: Annotated[
+        Path, typer.Argument(help="An engine config (.json, .toml or KEY=VALUE env).")
+    ],
+    port: Annotated[int, typer.Option(help="The port vLLM listens on.")] = 8000,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print the `vllm serve` command and environment a frozen config turns into.
+
+    Example: podium engine vllm-args winning.env
+    """
+    from engines.vllm_launcher.args import build_env, build_serve_args
+    from schemas.engine_config import load_engine_config
+
+    set_json(json_out)
+    knobs = load_engine_config(config)
+    try:
+        argv = build_serve_args(
+            knobs, model_path="/model", served_model_name=None, port=port, host="0.0.0.0"
+        )
+        env = build_env(knobs)
+    except ValueError as exc:
+        raise UsageError(str(exc), where=str(config)) from None
+    emit(
+        {"argv": argv, "env": env},
+        lambda con: con.print(
+            " ".join(argv) + "".join(f"\n{k}={v}" for k, v in env.items()),
+            markup=False,
+            highlight=False,
+        ),
+    )
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="engine")
