@@ -54,14 +54,22 @@ def serve(model_path: str | Path, host: str = "127.0.0.1", port: int = 8000, **k
     """Serve until SIGTERM or SIGINT; prints ``ready on http://HOST:PORT`` once listening."""
     server = build_server(model_path, host, port, **kwargs)
 
+    stoppers: list[threading.Thread] = []
+
     def stop(signum: int, frame: FrameType | None) -> None:
         # shutdown() waits for the serve loop, which runs in this thread: ask from another.
-        threading.Thread(target=server.stop, name="engine-stop", daemon=True).start()
+        thread = threading.Thread(target=server.stop, name="engine-stop", daemon=True)
+        stoppers.append(thread)
+        thread.start()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         print(f"ready on {server.url}", flush=True)
         server.serve_forever()
     finally:
+        # let the stop finish closing the socket before the interpreter shuts down: a
+        # daemon thread still running at finalisation can abort the process (SIGABRT)
+        for thread in stoppers:
+            thread.join(timeout=10)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
