@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-CI_METHOD = "95% Student t-interval of the mean across trials"
+CI_METHOD = "95% Student t-interval of the mean across trials, lower end cut at 0"
 
 # two-sided 95 % quantiles of Student's t, degrees of freedom 1..30
 _T975 = (
@@ -69,5 +69,6 @@ def summarize(values: Sequence[float]) -> Summary:
     ci: tuple[float, float] | None = None
     if n > 1:
         half = t975(n - 1) * stdev / math.sqrt(n)
-        ci = (mean - half, mean + half)
+        # a rate is never negative: with few, very noisy trials the interval is cut at 0
+        ci = (max(0.0, mean - half), mean + half)
     return Summary(n=n, median=median, mean=mean, stdev=stdev, cv=cv, ci95=ci)
