@@ -290,30 +290,12 @@ def build_engine_image(
 ) -> dict[str, Any]:
     """Rebuild the participant's image without cache, from the base its manifest pins."""
     from podium import dockerx
-    from verifier.runners.local_docker import base_image_arg
+    from verifier.rebuild import rebuild_image
 
     client = dockerx.connect()
-    base = base_image_arg(manifest, client)
-    started = time.monotonic()
-    image_id, _ = dockerx.build_image(
-        client,
-        root,
-        tag=f"{tag}:latest",
-        dockerfile=manifest.engine.dockerfile,
-        buildargs={"BASE_IMAGE": base},
-        nocache=True,
-        timeout_s=spec.limits.build_s,
-        on_log=lambda _line: None,
-    )
-    config = client.images.get(image_id).attrs.get("Config") or {}
-    info = dockerx.image_info(client, image_id)
-    return {
-        "id": image_id,
-        "base_image": base,
-        "size_bytes": int(info.get("size") or 0),
-        "build_seconds": round(time.monotonic() - started, 3),
-        "command": [*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])],
-    }
+    image = rebuild_image(client, root, manifest, spec, tag=tag)
+    config = client.images.get(image["id"]).attrs.get("Config") or {}
+    return {**image, "command": [*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])]}
 
 
 def remove_engine_image(tag: str) -> None:

@@ -18,17 +18,16 @@ import contextlib
 import os
 import secrets
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from podium import dockerx
-from podium.errors import DockerError
 from podium.extras import require
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.manifest import Manifest
+from verifier.rebuild import rebuild_image
 from verifier.runners.base import EngineHandle, RunnerInfo
 
 LABEL = "podium.sandbox"
@@ -57,22 +56,6 @@ except OSError:
     out["root_writable"] = False
 print(json.dumps(out))
 """
-
-
-def base_image_arg(manifest: Manifest, client: Any) -> str:
-    """The FROM reference for the rebuild; refuses a base that does not match its pin."""
-    ref, digest = manifest.engine.base_image.ref, manifest.engine.base_image.digest
-    info = dockerx.image_info(client, ref)
-    repo_digests = [d.split("@", 1)[1] for d in info.get("repo_digests", []) if "@" in d]
-    if info["id"] == digest:
-        return digest  # a locally built base, pinned by image id
-    if digest in repo_digests:
-        return f"{ref.split('@')[0]}@{digest}"
-    raise DockerError(
-        f"base image {ref} is {info['id'][:19]}, but the manifest pins {digest[:19]}",
-        hint="the organizer must hold the exact base image the bundle was frozen against",
-        where=ref,
-    )
 
 
 def owner_label() -> str:
@@ -136,26 +119,11 @@ class LocalDockerRunner:
             on_log(f"removed {left} container(s)/network(s) left from an earlier run")
         manifest = Manifest.from_dict(json.loads((bundle_root / "manifest.json").read_text()))
         self.manifest = manifest
-        base = base_image_arg(manifest, client)
-        started = time.monotonic()
-        image_id, _log = dockerx.build_image(
-            client,
-            bundle_root,
-            tag=f"podium-verify/{self.run_id}:latest",
-            dockerfile=manifest.engine.dockerfile,
-            buildargs={"BASE_IMAGE": base},
-            nocache=True,
-            timeout_s=spec.limits.build_s,
-            on_log=on_log,
+        image = rebuild_image(
+            client, bundle_root, manifest, spec, tag=f"podium-verify/{self.run_id}", on_log=on_log
         )
-        self.image_id = image_id
-        info = dockerx.image_info(client, image_id)
-        return {
-            "id": image_id,
-            "base_image": base,
-            "size_bytes": int(info.get("size") or 0),
-            "build_seconds": round(time.monotonic() - started, 3),
-        }
+        self.image_id = image["id"]
+        return image
 
     def start(self, spec: ChallengeSpec, *, model_dir: Path) -> EngineHandle:
         assert self.image_id is not None and self.manifest is not None, "prepare() first"
