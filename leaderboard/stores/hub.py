@@ -18,8 +18,6 @@ client's xet path off, so nothing here needs ``hf_xet``, LFS or a storage backen
 from __future__ import annotations
 
 import os
-import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,7 +39,7 @@ from .base import (
     record_bytes,
 )
 from .card import render_card
-from .hub_errors import HUB_ERRORS, is_retryable, retry_after, translate_hub_error
+from .hub_errors import with_retries
 from .local import key_id_of_pem
 
 T = TypeVar("T")
@@ -112,27 +110,19 @@ class HubStore:
 
     # -- retries -----------------------------------------------------------------
 
-    def _pause(self, attempt: int, exc: BaseException) -> float:
-        """Full jitter over an exponential ceiling, at least what Retry-After asks."""
-        ceiling = min(self.max_delay, self.base_delay * (2**attempt))
-        delay = random.uniform(0, ceiling)
-        hinted = retry_after(exc)
-        if hinted is not None:
-            delay = max(delay, min(hinted, self.max_delay))
-        return delay
-
     def _retrying(self, action: str, fn: Callable[[], T]) -> T:
-        for attempt in range(self.max_attempts):
+        def count() -> None:
             self.attempts_made += 1
-            try:
-                return fn()
-            except HUB_ERRORS as exc:
-                if not is_retryable(exc) or attempt == self.max_attempts - 1:
-                    raise translate_hub_error(
-                        exc, action=action, target=self.url, attempts=attempt + 1
-                    ) from exc
-                time.sleep(self._pause(attempt, exc))
-        raise AssertionError("unreachable: the last attempt raises")
+
+        return with_retries(
+            fn,
+            action=action,
+            target=self.url,
+            max_attempts=self.max_attempts,
+            base_delay=self.base_delay,
+            max_delay=self.max_delay,
+            on_attempt=count,
+        )
 
     def _ensure_repo(self) -> None:
         if self._repo_ready:

@@ -9,6 +9,11 @@ a concurrent commit (409), the rate limit (429), server errors and dropped conne
 
 from __future__ import annotations
 
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
 import httpx2
 from huggingface_hub.errors import (
     EntryNotFoundError,
@@ -60,6 +65,51 @@ def retry_after(exc: BaseException) -> float | None:
         except ValueError:
             return None
     return None
+
+
+T = TypeVar("T")
+
+
+def backoff(attempt: int, exc: BaseException, *, base_delay: float, max_delay: float) -> float:
+    """Full jitter over an exponential ceiling, at least what Retry-After asks."""
+    ceiling = min(max_delay, base_delay * (2 ** min(attempt, 30)))
+    delay = random.uniform(0, ceiling)
+    hinted = retry_after(exc)
+    if hinted is not None:
+        delay = max(delay, min(hinted, max_delay))
+    return delay
+
+
+def with_retries(
+    fn: Callable[[], T],
+    *,
+    action: str,
+    target: str,
+    max_attempts: int,
+    base_delay: float,
+    max_delay: float,
+    on_attempt: Callable[[], None] | None = None,
+) -> T:
+    """Call ``fn`` until it succeeds, retrying only the Hub answers worth another try.
+
+    ``fn`` must build its operation objects afresh on every call (huggingface_hub's
+    cannot be reused after an attempt). podium's own errors raised inside ``fn`` (a lost
+    lease, a bad state) pass through untouched: they are decisions, not Hub answers.
+    """
+    for attempt in range(max(1, max_attempts)):
+        if on_attempt is not None:
+            on_attempt()
+        try:
+            return fn()
+        except PodiumError:
+            raise
+        except HUB_ERRORS as exc:
+            if not is_retryable(exc) or attempt == max_attempts - 1:
+                raise translate_hub_error(
+                    exc, action=action, target=target, attempts=attempt + 1
+                ) from exc
+            time.sleep(backoff(attempt, exc, base_delay=base_delay, max_delay=max_delay))
+    raise AssertionError("unreachable: the last attempt raises")
 
 
 def _server_text(exc: BaseException) -> str:

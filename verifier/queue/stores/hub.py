@@ -15,8 +15,6 @@ renewal 1 (a dispatcher renews all its claims in one), finish or fail 1.
 from __future__ import annotations
 
 import json
-import random
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,13 +29,8 @@ from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.hf_api import RepoFile
 
 from leaderboard.stores.hub import default_cache_dir, plain_http_uploads
-from leaderboard.stores.hub_errors import (
-    HUB_ERRORS,
-    is_retryable,
-    retry_after,
-    translate_hub_error,
-)
-from podium.errors import PodiumError, SchemaError
+from leaderboard.stores.hub_errors import with_retries
+from podium.errors import SchemaError
 from verifier.queue import request as rq
 from verifier.queue.request import QueueRequest
 from verifier.queue.stores.base import BundleToSubmit, Change, QueueStore
@@ -76,21 +69,14 @@ class HubQueue(QueueStore):
     # -- plumbing ----------------------------------------------------------------
 
     def _retrying(self, action: str, fn: Callable[[], T]) -> T:
-        for attempt in range(self.max_attempts):
-            try:
-                return fn()
-            except PodiumError:
-                raise  # our own decision (lease lost, bad state), not the Hub's answer
-            except HUB_ERRORS as exc:
-                if not is_retryable(exc) or attempt == self.max_attempts - 1:
-                    raise translate_hub_error(
-                        exc, action=action, target=self.url, attempts=attempt + 1
-                    ) from exc
-                ceiling = min(self.max_delay, self.base_delay * (2 ** min(attempt, 6)))
-                delay = random.uniform(0, ceiling)
-                hinted = retry_after(exc)
-                time.sleep(max(delay, min(hinted, self.max_delay)) if hinted else delay)
-        raise AssertionError("unreachable")
+        return with_retries(
+            fn,
+            action=action,
+            target=self.url,
+            max_attempts=self.max_attempts,
+            base_delay=self.base_delay,
+            max_delay=self.max_delay,
+        )
 
     def _ensure(self) -> None:
         if not self._ready:
