@@ -4,10 +4,13 @@ An engine that replays answers it has given (or memorised) is fast on repeats, a
 timed stream itself is full of them: every trial after the first sends the first one's
 prompts again. So the check needs no phase of its own. Among the timed requests of the
 repeating trials, the plan places ``controls`` prompts the stream has never carried, in
-the shape of timed requests (``verifier.harness.probes``). They are the fresh side, sent
-in the same moments as the repeats, so a machine that slows down for a while slows both:
+the shape of timed requests (``verifier.harness.probes``). Each control is compared
+with its neighbours: the timed request answered just before it and the one sent just
+after it, both repeats. A machine that slows down for a while slows a control and its
+neighbours alike, so the comparison is local:
 
-    speedup = median(time per token, controls) / median(time per token, repeats)
+    ratio(control) = time per token of the control / mean time per token of its neighbours
+    speedup = median of the ratios
 
 ``speedup > max_speedup`` fails. Time per token (latency / generated tokens) keeps an
 early stop from looking like a fast answer. A prefix cache legitimately saves a repeat's
@@ -65,28 +68,40 @@ async def caching(ctx: CheckContext) -> CheckOutcome:
             CHECK_ID,
             "the timed stream repeats no prompt, so there is no replay to look for",
         )
-    trials = {c.trial for c in controls}
-    repeats = [r for r in repeats_of(ctx.tps.records) if r.trial in trials]
-    if not repeats:
-        return skipped(CHECK_ID, "no repeated prompt in the trials that carry the controls")
+    repeats = {(r.trial, r.position): r for r in repeats_of(ctx.tps.records) if r.pass_index == 0}
     max_speedup = float(settings["max_speedup"])
-    fresh = [c.s_per_token for c in controls]
-    repeated = [per_token(r.latency_s, r.counted_tokens) for r in repeats]
-    fresh_median = statistics.median(fresh)
-    repeat_median = statistics.median(repeated)
-    speedup = fresh_median / repeat_median if repeat_median > 0 else float("inf")
+    pairs: list[dict[str, Any]] = []
+    for control in controls:
+        around = [
+            repeats[(control.trial, p)]
+            for p in (control.position - 1, control.position)
+            if (control.trial, p) in repeats
+        ]
+        if not around:
+            continue
+        mean = statistics.fmean(per_token(r.latency_s, r.counted_tokens) for r in around)
+        pairs.append(
+            {
+                "control": control.prompt_id,
+                "trial": control.trial,
+                "position": control.position,
+                "control_s_per_token": control.s_per_token,
+                "neighbours_s_per_token": mean,
+                "ratio": control.s_per_token / mean if mean > 0 else float("inf"),
+            }
+        )
+    if not pairs:
+        return skipped(CHECK_ID, "no control has a repeated timed request beside it")
+    speedup = statistics.median(p["ratio"] for p in pairs)
     details: dict[str, Any] = {
         "speedup": speedup,
         "max_speedup": max_speedup,
-        "control_s_per_token": fresh,
-        "repeat_s_per_token_median": repeat_median,
-        "controls": len(fresh),
-        "repeats": len(repeated),
-        "trials": sorted(trials),
+        "controls": len(pairs),
+        "pairs": pairs,
     }
     text = (
-        f"repeated prompts ran {speedup:.2f}x the speed of fresh ones "
-        f"(limit {max_speedup:.2f}x; {len(fresh)} fresh controls, {len(repeated)} repeats)"
+        f"repeated prompts ran {speedup:.2f}x the speed of fresh ones beside them "
+        f"(median of {len(pairs)} controls; limit {max_speedup:.2f}x)"
     )
     if speedup > max_speedup:
         return failed(
