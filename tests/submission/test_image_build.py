@@ -56,6 +56,8 @@ def test_custom_image_on_a_local_base_is_pinned_by_id(
         assert _image_id(record["tag"]) == record["image_id"]
         assert record["base_image"] == base_id and record["build_seconds"] > 0
         assert any("COPY" in line for line in lines)  # the build log streamed live
+        kept = (tmp_path / "out" / "acme-e1.build.log").read_text()
+        assert kept.splitlines() == lines  # and is kept beside the bundle
         listing = subprocess.run(
             ["docker", "run", "--rm", "--network", "none", record["tag"], "ls", "/submission"],
             capture_output=True,
