@@ -183,10 +183,9 @@ class BaselineEngine:
     # -- text ----------------------------------------------------------------------------
 
     def encode_text(self, text: str, add_special_tokens: bool) -> list[int]:
-        """Tokenise a text prompt; with ``add_special_tokens`` the BOS token is prepended."""
-        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=False)
-        if add_special_tokens and self.bos_token_id is not None:
-            ids = [self.bos_token_id, *ids]
+        """Tokenise a text prompt as vLLM does: with ``add_special_tokens`` (the default of
+        ``/v1/completions``) the tokenizer adds its own special tokens, a BOS for Gemma."""
+        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=add_special_tokens)
         return ids
 
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> list[int]:
@@ -199,6 +198,10 @@ class BaselineEngine:
 
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def token_texts(self, ids: list[int]) -> str:
+        """The text of ``ids`` with their special tokens, as vLLM echoes a token prompt."""
+        return str(self.tokenizer.decode(ids, skip_special_tokens=False))
 
     def token_text(self, token_id: int) -> str:
         """The text of one token (special tokens included), as vLLM's ``decoded_token``."""
