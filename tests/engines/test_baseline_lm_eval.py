@@ -46,9 +46,7 @@ def _logprob(model: Any, context: list[int], continuation: list[int]) -> float:
     ids = torch.tensor([context + continuation])
     with torch.inference_mode():
         logprobs = torch.log_softmax(model(ids).logits[0].float(), dim=-1)
-    return float(
-        sum(logprobs[len(context) + i - 1, t] for i, t in enumerate(continuation)).item()
-    )
+    return float(sum(logprobs[len(context) + i - 1, t] for i, t in enumerate(continuation)).item())
 
 
 def test_batched_loglikelihood_matches_the_checkpoint(
