@@ -42,18 +42,21 @@ Examples:
 """
 
 
-def bundle_challenge(bundle: Path) -> str:
-    """The challenge id a bundle's manifest names."""
+def bundle_challenge(bundle: Path) -> str | None:
+    """The challenge id a bundle's manifest names; None when it cannot be read (intake
+    then rejects the bundle, with a report saying why)."""
+    from podium.errors import BundleError
     from submission.safe_bundle import peek_manifest
 
     if not bundle.is_file():
         raise UsageError(
             f"no such bundle: {bundle}", hint="package one with `podium submission package`"
         )
-    challenge = (peek_manifest(bundle).get("challenge") or {}).get("id")
-    if not isinstance(challenge, str):
-        raise UsageError(f"{bundle}'s manifest names no challenge", hint="pass --challenge NAME")
-    return challenge
+    try:
+        challenge = (peek_manifest(bundle).get("challenge") or {}).get("id")
+    except BundleError:
+        return None
+    return challenge if isinstance(challenge, str) else None
 
 
 def make_runner(name: Runner | str) -> Any:
