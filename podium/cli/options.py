@@ -66,9 +66,9 @@ KeyOpt = Annotated[
 ]
 
 
-def out_option(default: str, what: str = "Folder for what this command writes.") -> object:
-    """``--out/-o`` with a command's own default folder."""
-    return typer.Option("--out", "-o", help=f"{what} (default: {default}).")
+def out_option(what: str = "Folder for what this command writes") -> object:
+    """``--out/-o`` with a command's own help text (``--help`` shows its default)."""
+    return typer.Option("--out", "-o", help=f"{what}.")
 
 
 class Runner(enum.StrEnum):

@@ -234,9 +234,7 @@ class _BuildProgress:
 @app.command("package")
 def package_cmd(
     directory: DirArg,
-    out: Annotated[Path, out_option("dist", "Folder for the bundle and its image record")] = Path(
-        "dist"
-    ),
+    out: Annotated[Path, out_option("Folder for the bundle and its image record")] = Path("dist"),
     challenge: ChallengeOpt = None,
     base_digest: BaseDigestOpt = None,
     no_build: Annotated[bool, typer.Option("--no-build", help="Write the bundle only.")] = False,
@@ -445,9 +443,9 @@ def selfcheck_cmd(
     source: Annotated[Path, typer.Argument(help="A submission directory or a bundle (.tar.gz).")],
     challenge: ChallengeOpt = None,
     runner: LocalRunnerOpt = LocalRunner.local_docker,
-    out: Annotated[
-        Path, out_option("out/selfcheck", "Folder for the bundle and the report")
-    ] = Path("out/selfcheck"),
+    out: Annotated[Path, out_option("Folder for the bundle and the report")] = Path(
+        "out/selfcheck"
+    ),
     logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
     json_out: JsonOpt = False,
 ) -> None:

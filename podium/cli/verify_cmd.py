@@ -254,9 +254,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         runner: RunnerOpt = Runner.local_docker,
-        out: Annotated[Path, out_option("out/verify", "Folder for the report and logs")] = Path(
-            "out/verify"
-        ),
+        out: Annotated[Path, out_option("Folder for the report and logs")] = Path("out/verify"),
         logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
         json_out: JsonOpt = False,
     ) -> None:

@@ -107,7 +107,7 @@ def register(app: typer.Typer) -> None:
         key: KeyOpt = None,
         runner: LocalRunnerOpt = LocalRunner.local_docker,
         heldout: Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")] = None,
-        out: Annotated[Path, out_option("out/worker", "Reports and logs")] = Path("out/worker"),
+        out: Annotated[Path, out_option("Reports and logs")] = Path("out/worker"),
         lease: LeaseOpt = 900.0,
         poll: Annotated[
             float, typer.Option(help="Seconds between looks at an empty queue.")
@@ -156,9 +156,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Held-out set: hf://datasets/ORG/NAME (private) or dir.")
         ] = None,
         max_concurrent: Annotated[int, typer.Option(help="Job pairs in flight.")] = 2,
-        out: Annotated[Path, out_option("out/dispatch", "Reports and job logs")] = Path(
-            "out/dispatch"
-        ),
+        out: Annotated[Path, out_option("Reports and job logs")] = Path("out/dispatch"),
         lease: LeaseOpt = 900.0,
         once: Annotated[bool, typer.Option("--once", help="Drain the queue, then stop.")] = False,
         json_out: JsonOpt = False,
@@ -219,9 +217,7 @@ def register(app: typer.Typer) -> None:
         key: KeyOpt = None,
         heldout: Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")] = None,
         reported_tps: Annotated[float | None, typer.Option(help="The participant's TPS.")] = None,
-        out: Annotated[Path, out_option("out/harness", "Where the report goes")] = Path(
-            "out/harness"
-        ),
+        out: Annotated[Path, out_option("Where the report goes")] = Path("out/harness"),
         image_id: Annotated[str | None, typer.Option(help="The server image's id.")] = None,
         server_job: Annotated[str | None, typer.Option(help="The server job's id.")] = None,
         flavor: Annotated[str | None, typer.Option(help="The server job's flavour.")] = None,

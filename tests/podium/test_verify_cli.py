@@ -73,10 +73,11 @@ def test_a_selfcheck_says_it_is_never_signed_and_names_no_missing_option(
     bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     truncated = tmp_path / "truncated.tar.gz"
-    truncated.write_bytes(bundle.read_bytes()[:200])
+    truncated.write_bytes(bundle.read_bytes()[:200])  # not even its manifest can be read
     code, out, _ = run(
         ["submission", "selfcheck", str(truncated), "--runner", "process", "-o", str(tmp_path)],
         capsys,
     )
     assert code == 1
     assert "self-checks are never signed" in out and "--key" not in out
+    assert "\nnext: fix the findings above" in out
