@@ -25,7 +25,8 @@ Usage::
         HfApi(endpoint=hub.endpoint).create_repo("org/name", repo_type="dataset")
 
 ``huggingface_hub`` refuses all requests when ``HF_HUB_OFFLINE`` was set at import;
-``allow_hub_requests(monkeypatch)`` lifts that for one test (and its subprocesses).
+``allow_hub_requests(monkeypatch)`` lifts that for one test (and its subprocesses), and
+switches off the xet transfers this server does not speak.
 """
 
 from __future__ import annotations
@@ -696,8 +697,15 @@ def _tree_entries(
 
 
 def allow_hub_requests(monkeypatch: Any) -> None:
-    """Let ``huggingface_hub`` talk to a local fake Hub in this test and its children."""
+    """Let ``huggingface_hub`` talk to a local fake Hub in this test and its children.
+
+    The fake speaks the plain HTTP upload paths only (inline files and LFS), not xet, so
+    xet is switched off here, for this test, in this process (``constants``, which the
+    client reads at call time) and in its children (the variable, read at import).
+    """
     from huggingface_hub import constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
