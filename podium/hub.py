@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
@@ -277,6 +277,17 @@ def translate_hub_error(
 # -- one repo ---------------------------------------------------------------------
 
 
+class HubOptions(TypedDict, total=False):
+    """How a store or queue reaches its repo (keyword arguments of ``HubRepo``)."""
+
+    endpoint: str | None
+    token: str | None
+    cache_dir: Path | str | None
+    max_attempts: int
+    base_delay: float
+    max_delay: float
+
+
 @dataclass
 class HubRepo:
     """The dataset repo ``repo_id`` on ``endpoint``, and how calls to it are retried.
@@ -289,7 +300,7 @@ class HubRepo:
     url: str
     endpoint: str | None = None
     token: str | None = None
-    cache_dir: str | None = None
+    cache_dir: Path | str | None = None
     max_attempts: int = 8
     base_delay: float = 0.5
     max_delay: float = 8.0
@@ -299,7 +310,7 @@ class HubRepo:
 
     def __post_init__(self) -> None:
         self.endpoint = resolve_endpoint(self.endpoint)
-        self.cache_dir = self.cache_dir if self.cache_dir is not None else default_cache_dir()
+        self.cache_dir = str(self.cache_dir) if self.cache_dir is not None else default_cache_dir()
         self.max_attempts = max(1, self.max_attempts)
         self.api = HfApi(endpoint=self.endpoint, token=self.token)
 

@@ -418,15 +418,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._body()
         self._json(200, {"errors": [], "warnings": []})
 
+    def _at(self, rtype: str, rid: str, rev: str) -> tuple[Repo, Commit] | None:
+        """The repo and the commit ``rev`` names (under the lock); None once answered 404."""
+        repo = self._repo(rtype, rid)
+        if repo is None:
+            return None
+        commit = repo.resolve(rev)
+        if commit is None:
+            self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+            return None
+        return repo, commit
+
     def _info(self, query: dict[str, str], rtype: str, rid: str, rev: str) -> None:
         with self.hub.lock:
-            repo = self._repo(rtype, rid)
-            if repo is None:
+            found = self._at(rtype, rid, rev)
+            if found is None:
                 return
-            commit = repo.resolve(rev)
-            if commit is None:
-                self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                return
+            repo, commit = found
             doc = {
                 "_id": hashlib.sha1(rid.encode()).hexdigest()[:24],
                 "id": rid,
@@ -514,13 +522,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _tree(self, query: dict[str, str], rtype: str, rid: str, rev: str, folder: str) -> None:
         recursive = query.get("recursive", "false").lower() == "true"
         with self.hub.lock:
-            repo = self._repo(rtype, rid)
-            if repo is None:
+            found = self._at(rtype, rid, rev)
+            if found is None:
                 return
-            commit = repo.resolve(rev)
-            if commit is None:
-                self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                return
+            commit = found[1]
             entries = _tree_entries(commit.files, folder, recursive)
         if entries is None:
             self._error(404, f"{folder} does not exist on {rev}", "EntryNotFound")
@@ -539,13 +544,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _resolve(self, query: dict[str, str], rtype: str, rid: str, rev: str, path: str) -> None:
         with self.hub.lock:
-            repo = self._repo(rtype, rid)
-            if repo is None:
+            found = self._at(rtype, rid, rev)
+            if found is None:
                 return
-            commit = repo.resolve(rev)
-            if commit is None:
-                self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                return
+            commit = found[1]
             data = commit.files.get(path)
             oid = commit.oid
         if data is None:

@@ -18,12 +18,12 @@ huggingface_hub's own settings.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from huggingface_hub import CommitOperationAdd, snapshot_download
 from huggingface_hub.utils import tqdm as hf_tqdm
 
-from podium.hub import HubRepo
+from podium.hub import HubOptions, HubRepo
 
 from . import base
 from .base import PublishResult, RawRecord
@@ -46,29 +46,17 @@ class HubStore:
         self,
         repo_id: str,
         *,
-        endpoint: str | None = None,
-        token: str | None = None,
         revision: str = "main",
         private: bool | None = None,
-        cache_dir: Path | str | None = None,
-        max_attempts: int = 8,
-        base_delay: float = 0.5,
-        max_delay: float = 8.0,
+        **hub: Unpack[HubOptions],
     ):
+        """``hub``: endpoint, token, cache_dir and the retry policy (8 attempts, pauses from
+        0.5 s doubling up to 8 s), as ``podium.hub.HubRepo`` takes them."""
         self.repo_id = repo_id
         self.revision = revision
         self.private = private
         self.url = f"hf://datasets/{repo_id}" + (f"@{revision}" if revision != "main" else "")
-        self.repo = HubRepo(
-            repo_id,
-            self.url,
-            endpoint=endpoint,
-            token=token,
-            cache_dir=str(cache_dir) if cache_dir is not None else None,
-            max_attempts=max_attempts,
-            base_delay=base_delay,
-            max_delay=max_delay,
-        )
+        self.repo = HubRepo(repo_id, self.url, **hub)
         self._repo_ready = False
 
     @property

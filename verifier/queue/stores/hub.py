@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from podium.errors import SchemaError
-from podium.hub import HubRepo
+from podium.hub import HubOptions, HubRepo
 from verifier.queue import request as rq
 from verifier.queue.request import QueueRequest
 from verifier.queue.stores.base import BundleToSubmit, Change, QueueStore
@@ -33,27 +33,16 @@ class HubQueue(QueueStore):
         self,
         repo_id: str,
         *,
-        endpoint: str | None = None,
-        token: str | None = None,
         private: bool | None = True,
-        cache_dir: Path | str | None = None,
-        max_attempts: int = 30,
-        base_delay: float = 0.2,
-        max_delay: float = 5.0,
+        **hub: Unpack[HubOptions],
     ):
+        """``hub`` as ``podium.hub.HubRepo`` takes it; claims race, so the retry policy is
+        more patient than a store's: 30 attempts, pauses from 0.2 s doubling up to 5 s."""
         self.repo_id = repo_id
         self.private = private
         self.url = f"hf://datasets/{repo_id}"
-        self.repo = HubRepo(
-            repo_id,
-            self.url,
-            endpoint=endpoint,
-            token=token,
-            cache_dir=str(cache_dir) if cache_dir is not None else None,
-            max_attempts=max_attempts,
-            base_delay=base_delay,
-            max_delay=max_delay,
-        )
+        patient: HubOptions = {"max_attempts": 30, "base_delay": 0.2, "max_delay": 5.0}
+        self.repo = HubRepo(repo_id, self.url, **(patient | hub))
         self.commits_made = 0
         self._ready = False
 
