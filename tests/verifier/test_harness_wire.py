@@ -243,7 +243,7 @@ HOSTILE: dict[str, list[bytes | float]] = {
     "/chunk-overrun": [OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}}}}\r\n0\r\n\r\n"],
     "/huge-head": [OK_HEAD + b"X-Pad: " + b"a" * 200_000 + b"\r\nContent-Length: 2\r\n\r\n{}"],
     "/truncated": [OK_HEAD + b'Content-Length: 100\r\n\r\n{"choices": ['],
-    "/truncated-chunks": [OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n10\r\n{\"cho"],
+    "/truncated-chunks": [OK_HEAD + b'Transfer-Encoding: chunked\r\n\r\n10\r\n{"cho'],
     "/head-cut": [b"HTTP/1.1 200 OK\r\nContent-Le"],
     "/bad-json": [OK_HEAD + b"Content-Length: 9\r\n\r\n{not json"],
     "/drip": [b"H", 0.2, b"T", 0.2, b"T", 0.2, b"P", 0.2, b"/", 0.2, b"1", 0.2, b".", 0.2],
