@@ -57,8 +57,23 @@ def _git_sha() -> str | None:
     return None
 
 
+def _git_clean() -> bool | None:
+    """True when the working tree had no change (tracked or untracked) against the commit."""
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        out = subprocess.run(
+            ["git", "status", "--porcelain"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip() == ""
+    return None
+
+
 def machine() -> dict[str, Any]:
-    """Where and when a result was measured; the load average says how shared the CPU was."""
+    """Where and when a result was measured, at which commit, and whether the tree was
+    clean there; the load average says how shared the CPU was."""
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "cpu": _cpu_model(),
@@ -67,6 +82,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "git_sha": _git_sha(),
+        "git_clean": _git_clean(),
     }
 
 

@@ -71,9 +71,11 @@ def requests_per_trial(rate: float, concurrency: int, trial_s: float) -> int:
     return per_stream * concurrency
 
 
-async def _measure(url: str, spec: ChallengeSpec) -> TpsResult:
+async def _measure(
+    url: str, spec: ChallengeSpec, client_cls: type[EngineClient] = EngineClient
+) -> TpsResult:
     prompts = cpu_prompts(8)
-    async with EngineClient(url, timeout_s=120.0, concurrency=spec.tps.concurrency) as client:
+    async with client_cls(url, timeout_s=120.0, concurrency=spec.tps.concurrency) as client:
         model = await client.served_model()
         return await measure_tps(client, spec, prompts, model=model, warmup_prompts=prompts)
 
@@ -108,12 +110,19 @@ def engine_side(log: Sequence[dict[str, Any]], warmup: int, per_trial: int) -> l
 
 
 def run_cell(
-    url: str, rate: float, concurrency: int, trials: int, trial_s: float
+    url: str,
+    rate: float,
+    concurrency: int,
+    trials: int,
+    trial_s: float,
+    client_cls: type[EngineClient] = EngineClient,
 ) -> dict[str, Any]:
+    """``trials`` timed trials of one cell through ``client_cls`` (the harness's own client
+    unless a benchmark compares others), judged against the engine's clock."""
     per_trial = requests_per_trial(rate, concurrency, trial_s)
     spec = workload(concurrency, per_trial, trials)
     httpx.get(url + "/stats?reset=1", trust_env=False).raise_for_status()
-    result = asyncio.run(_measure(url, spec))
+    result = asyncio.run(_measure(url, spec, client_cls))
     log = httpx.get(url + "/stats", trust_env=False).json()["requests"]
     engine = engine_side(log, spec.tps.warmup_requests, per_trial)
     nominal = rate * concurrency if rate > 0 else None
