@@ -45,6 +45,7 @@ def _cpu_model() -> str:
 
 
 def _git_sha() -> str | None:
+    """The commit measured; from ``$PODIUM_GIT_SHA`` where the tree is a copy without git."""
     with contextlib.suppress(OSError, subprocess.CalledProcessError):
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -54,7 +55,7 @@ def _git_sha() -> str | None:
             check=True,
         )
         return out.stdout.strip() or None
-    return None
+    return os.environ.get("PODIUM_GIT_SHA") or None
 
 
 def _git_clean() -> bool | None:
@@ -68,7 +69,8 @@ def _git_clean() -> bool | None:
             check=True,
         )
         return out.stdout.strip() == ""
-    return None
+    flag = os.environ.get("PODIUM_GIT_CLEAN")
+    return {"1": True, "0": False}.get(flag or "")
 
 
 def machine() -> dict[str, Any]:
