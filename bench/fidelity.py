@@ -31,6 +31,7 @@ import dataclasses
 import itertools
 import math
 import statistics
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -80,6 +81,17 @@ async def _measure(
         return await measure_tps(client, spec, prompts, model=model, warmup_prompts=prompts)
 
 
+def engine_log(url: str, expected: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    """The engine's log of the cell, once it holds ``expected`` requests: the engine logs
+    each one just after writing its answer, so the client can ask before the last is in."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        log: list[dict[str, Any]] = httpx.get(url + "/stats", trust_env=False).json()["requests"]
+        if len(log) >= expected or time.monotonic() > deadline:
+            return log
+        time.sleep(0.01)
+
+
 def engine_side(log: Sequence[dict[str, Any]], warmup: int, per_trial: int) -> list[dict[str, Any]]:
     """Per trial, what the engine's own clock saw (warm-up requests come first: dropped)."""
     ordered = sorted(log, key=lambda r: r["arrival"])[warmup:]
@@ -123,7 +135,7 @@ def run_cell(
     spec = workload(concurrency, per_trial, trials)
     httpx.get(url + "/stats?reset=1", trust_env=False).raise_for_status()
     result = asyncio.run(_measure(url, spec, client_cls))
-    log = httpx.get(url + "/stats", trust_env=False).json()["requests"]
+    log = engine_log(url, spec.tps.warmup_requests + trials * per_trial)
     engine = engine_side(log, spec.tps.warmup_requests, per_trial)
     nominal = rate * concurrency if rate > 0 else None
     rows = []

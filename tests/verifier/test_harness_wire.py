@@ -247,9 +247,12 @@ HOSTILE: dict[str, list[bytes | float]] = {
     "/head-cut": [b"HTTP/1.1 200 OK\r\nContent-Le"],
     "/bad-json": [OK_HEAD + b"Content-Length: 9\r\n\r\n{not json"],
     "/drip": [b"H", 0.2, b"T", 0.2, b"T", 0.2, b"P", 0.2, b"/", 0.2, b"1", 0.2, b".", 0.2],
+    # one write, so the smuggled answer is there before the next request could be sent
     "/smuggle": [
-        OK_HEAD + b'Content-Length: 15\r\n\r\n{"first": true}',
-        OK_HEAD + b'Content-Length: 18\r\n\r\n{"smuggled": true}',
+        OK_HEAD
+        + b'Content-Length: 15\r\n\r\n{"first": true}'
+        + OK_HEAD
+        + b'Content-Length: 18\r\n\r\n{"smuggled": true}'
     ],
 }
 
