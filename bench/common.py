@@ -171,6 +171,19 @@ def start_engine(
 
 
 @contextlib.contextmanager
+def paced_engine(rate: float) -> Iterator[EngineProcess]:
+    """``bench.paced_engine`` answering at ``rate`` tokens/s per request (0: at once)."""
+    port = free_port()
+    engine = start_engine(
+        ["-m", "bench.paced_engine", "--rate", str(rate), "--port", str(port)], port=port
+    )
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+@contextlib.contextmanager
 def baseline_engine(
     model: Path, *, served_name: str = "bench", max_model_len: int = 1024, threads: int = 1
 ) -> Iterator[EngineProcess]:

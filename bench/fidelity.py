@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import cpu_prompts, free_port, start_engine
+from bench.common import cpu_prompts, paced_engine
 from schemas.challenge import ChallengeSpec, load_challenge
 from verifier.harness.client import EngineClient
 from verifier.harness.stats import summarize
@@ -198,17 +198,11 @@ def run(*, quick: bool = False, rates: Sequence[float] = RATES) -> dict[str, Any
     trials, trial_s = (3, 1.5) if quick else (5, 3.0)
     cells = []
     for rate in [*rates, 0]:
-        port = free_port()
-        engine = start_engine(
-            ["-m", "bench.paced_engine", "--rate", str(rate), "--port", str(port)], port=port
-        )
-        try:
+        with paced_engine(rate) as engine:
             for concurrency in CONCURRENCY:
                 cell = run_cell(engine.url, rate, concurrency, trials, trial_s)
                 cells.append(cell)
                 _print_cell(cell)
-        finally:
-            engine.stop()
     paced = [c for c in cells if c["rate"] > 0]
     return {
         "trials_per_cell": trials,

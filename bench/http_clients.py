@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from bench import legacy_wire
-from bench.common import free_port, start_engine
+from bench.common import paced_engine
 from bench.fidelity import CONCURRENCY, RATES, run_cell
 from verifier.harness.client import EngineClient
 from verifier.harness.wire import Response
@@ -143,11 +143,7 @@ def run(*, quick: bool = False, rates: Sequence[float] = RATES) -> dict[str, Any
     rounds_n, trial_s = (2, 1.0) if quick else (3, 3.0)
     cells = []
     for rate in [*rates, 0]:
-        port = free_port()
-        engine = start_engine(
-            ["-m", "bench.paced_engine", "--rate", str(rate), "--port", str(port)], port=port
-        )
-        try:
+        with paced_engine(rate) as engine:
             for concurrency in CONCURRENCY:
                 rounds: list[dict[str, dict[str, Any]]] = []
                 for r in range(rounds_n):
@@ -161,8 +157,6 @@ def run(*, quick: bool = False, rates: Sequence[float] = RATES) -> dict[str, Any
                 summary = summarize_cell(rate, concurrency, rounds)
                 cells.append(summary)
                 _print(summary)
-        finally:
-            engine.stop()
     paced = [c for c in cells if c["rate"] > 0]
     return {
         "rounds_per_cell": rounds_n,

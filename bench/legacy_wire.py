@@ -14,35 +14,11 @@ import contextlib
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+
+from verifier.harness import wire
+from verifier.harness.wire import ProtocolError, StaleConnection
 
 _LIMIT = 1 << 20  # longest header block or chunk-size line read in one piece
-
-
-class ProtocolError(Exception):
-    """The engine's answer is not well-formed HTTP/1.x."""
-
-
-class StaleConnection(ConnectionError):
-    """A reused connection closed before any byte of the answer: safe to send again."""
-
-
-@dataclass
-class Response:
-    """A complete answer; ``path`` is the request's path, for error messages."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    path: str
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
 
 
 @dataclass
@@ -51,12 +27,19 @@ class _Conn:
     writer: asyncio.StreamWriter
     reused: bool = False
 
+    def usable(self) -> bool:
+        return not self.reader.at_eof() and not self.writer.is_closing()
 
-class Stream:
-    """An answer whose body is read as it arrives (server-sent events)."""
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Stream(wire.Stream):
+    """An answer whose body is read as it arrives; ``read`` and ``lines`` are the h11
+    wire's, over these hand-parsed chunks."""
 
     def __init__(self, conn: _Conn, status: int, headers: dict[str, str], path: str) -> None:
-        self._conn = conn
+        self._legacy = conn
         self.status = status
         self.headers = headers
         self.path = path
@@ -71,7 +54,7 @@ class Stream:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's pieces, as they come; ``done`` is true once the body is complete."""
-        reader = self._conn.reader
+        reader = self._legacy.reader
         if self.done:
             return
         if self.chunked:
@@ -95,20 +78,6 @@ class Stream:
                 yield data
         self.done = True
 
-    async def read(self) -> bytes:
-        return b"".join([piece async for piece in self.chunks()])
-
-    async def lines(self) -> AsyncIterator[str]:
-        """The body's lines (``\\n`` or ``\\r\\n``), decoded as UTF-8."""
-        rest = b""
-        async for piece in self.chunks():
-            rest += piece
-            *whole, rest = rest.split(b"\n")
-            for line in whole:
-                yield line.rstrip(b"\r").decode("utf-8", "replace")
-        if rest:
-            yield rest.rstrip(b"\r").decode("utf-8", "replace")
-
 
 def _chunk_size(line: bytes) -> int:
     try:
@@ -124,42 +93,13 @@ async def _read_head(reader: asyncio.StreamReader) -> bytes:
         raise ProtocolError(f"an answer's header block exceeds {_LIMIT} bytes") from None
 
 
-class Wire:
-    """Kept-alive connections to one ``http://host:port[/prefix]`` base URL.
-
-    Up to ``pool`` idle connections are kept; a request that finds none idle opens a new
-    one at once rather than waiting, so no request queues for the pool inside a timed
-    region. Use as ``async with``, or call ``aclose``.
-    """
+class Wire(wire.Wire):
+    """The h11 wire's pool and ``request``, over the hand-written exchange below."""
 
     def __init__(self, base_url: str, *, pool: int = 1, connect_timeout_s: float = 10.0) -> None:
-        url = urlsplit(base_url)
-        if url.scheme != "http" or not url.hostname:  # engines are local: no TLS
-            raise ValueError(f"not an http:// URL: {base_url!r}")
-        self.host, self.port, self.prefix = url.hostname, url.port or 80, url.path.rstrip("/")
-        host = url.netloc.rpartition("@")[2]
+        super().__init__(base_url, pool=pool, connect_timeout_s=connect_timeout_s)
+        host = self._headers[0][1]
         self._head = f"Host: {host}\r\nUser-Agent: podium-harness\r\nAccept: */*\r\n"
-        self.pool, self.connect_timeout_s = max(1, pool), connect_timeout_s
-        self._idle: list[_Conn] = []
-
-    async def __aenter__(self) -> Wire:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.writer.close()
-
-    async def request(
-        self, method: str, path: str, body: bytes | None = None, *, timeout_s: float
-    ) -> Response:
-        """Send one request and read its whole answer within ``timeout_s`` seconds."""
-        async with asyncio.timeout(timeout_s), self.stream(method, path, body) as stream:
-            data = await stream.read()
-        return Response(stream.status, stream.headers, data, stream.path)
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -193,14 +133,6 @@ class Wire:
             return (head + "\r\n").encode("latin-1")
         head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         return head.encode("latin-1") + body
-
-    async def _acquire(self) -> _Conn:
-        while self._idle:
-            conn = self._idle.pop()
-            if not conn.reader.at_eof() and not conn.writer.is_closing():
-                return conn
-            conn.writer.close()
-        return await self._connect()
 
     async def _connect(self) -> _Conn:
         async with asyncio.timeout(self.connect_timeout_s):

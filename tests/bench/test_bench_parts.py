@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from bench import fidelity, noise, views
-from bench.common import free_port, start_engine
+from bench.common import paced_engine
 from leaderboard.records import verify_record
 from podium.signing import KeyPair
 from verifier.harness.stats import t975
@@ -40,14 +40,8 @@ def test_engine_side_splits_trials_and_measures_turnaround() -> None:
 
 
 def test_harness_reads_the_paced_engine_rate_within_a_few_percent() -> None:
-    port = free_port()
-    engine = start_engine(
-        ["-m", "bench.paced_engine", "--rate", "2000", "--port", str(port)], port=port
-    )
-    try:
+    with paced_engine(2000) as engine:
         cell = fidelity.run_cell(engine.url, 2000, 1, trials=2, trial_s=0.5)
-    finally:
-        engine.stop()
     assert cell["requests_per_trial"] == 2
     assert all(t["tokens"] == 2 * fidelity.MAX_TOKENS for t in cell["trials"])
     # the engine never delivers more than its rate, and the harness agrees with its clock
@@ -92,16 +86,10 @@ def test_http_clients_take_turns_and_ratios_are_taken_within_a_round() -> None:
 def test_the_httpx_wire_reads_the_paced_engine_like_the_harness_wire() -> None:
     from bench import http_clients
 
-    port = free_port()
-    engine = start_engine(
-        ["-m", "bench.paced_engine", "--rate", "0", "--port", str(port)], port=port
-    )
-    try:
+    with paced_engine(0) as engine:
         cells = {
             name: fidelity.run_cell(engine.url, 0, 1, 1, 0.1, cls)
             for name, cls in http_clients.CLIENT_CLASSES.items()
         }
-    finally:
-        engine.stop()
     tokens = {name: cell["trials"][0]["tokens"] for name, cell in cells.items()}
     assert set(tokens.values()) == {fidelity.UNPACED_REQUESTS * fidelity.MAX_TOKENS}, tokens
