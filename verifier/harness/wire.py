@@ -73,6 +73,7 @@ class _Conn(asyncio.Protocol):
         self.received = 0  # bytes of the current answer so far
         self.eof = False  # the engine closed its side
         self.lost: Exception | None = None
+        self._unparsed = 0  # bytes given to h11 since it last asked for more
         self._paused = False
         self._wake: asyncio.Future[None] | None = None
 
@@ -86,8 +87,9 @@ class _Conn(asyncio.Protocol):
         if self.eof:
             return
         self.received += len(data)
+        self._unparsed += len(data)
         self.h11.receive_data(data)
-        if not self._paused and len(self.h11.trailing_data[0]) > _MAX_BUFFER:
+        if not self._paused and self._unparsed > _MAX_BUFFER:
             assert self.transport is not None
             self.transport.pause_reading()
             self._paused = True
@@ -156,6 +158,7 @@ class _Conn(asyncio.Protocol):
                 return event
             if self.eof:  # h11 wants more, and no more will come
                 raise self._closed()
+            self._unparsed = 0
             if self._paused:
                 assert self.transport is not None
                 self._paused = False
