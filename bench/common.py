@@ -45,7 +45,10 @@ def _cpu_model() -> str:
 
 
 def _git_sha() -> str | None:
-    """The commit measured; from ``$PODIUM_GIT_SHA`` where the tree is a copy without git."""
+    """The commit measured; ``$PODIUM_GIT_SHA`` wins where it is set (a copy of the tree
+    made elsewhere may carry no git, or another checkout's)."""
+    if os.environ.get("PODIUM_GIT_SHA"):
+        return os.environ["PODIUM_GIT_SHA"]
     with contextlib.suppress(OSError, subprocess.CalledProcessError):
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -64,7 +67,10 @@ OUTPUTS = ("bench/results/", "docs/img/bench-")
 
 def _git_clean() -> bool | None:
     """True when the working tree had no change (tracked or untracked) against the commit,
-    apart from the benchmarks' own outputs."""
+    apart from the benchmarks' own outputs; ``$PODIUM_GIT_CLEAN`` (1 or 0) wins where set."""
+    flag = os.environ.get("PODIUM_GIT_CLEAN")
+    if flag in ("0", "1"):
+        return flag == "1"
     with contextlib.suppress(OSError, subprocess.CalledProcessError):
         out = subprocess.run(
             ["git", "status", "--porcelain"],
@@ -75,8 +81,7 @@ def _git_clean() -> bool | None:
         )
         changed = [line[3:] for line in out.stdout.splitlines() if line.strip()]
         return not [p for p in changed if not p.startswith(OUTPUTS)]
-    flag = os.environ.get("PODIUM_GIT_CLEAN")
-    return {"1": True, "0": False}.get(flag or "")
+    return None
 
 
 def machine() -> dict[str, Any]:
