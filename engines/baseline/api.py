@@ -251,6 +251,14 @@ class Api:
             choice["token_ids"] = gen.output_ids
         return choice
 
+    def _usage_event(
+        self, include: bool, head: dict[str, Any], gen: Generation
+    ) -> Iterator[dict[str, Any]]:
+        """A stream's last chunk: the usage, when the request's stream_options ask for it."""
+        if include:
+            usage = self.engine.report_usage(gen.prompt_ids, gen.output_ids)
+            yield {**head, "choices": [], "usage": usage}
+
     def _completion_events(
         self, request: CompletionRequest, gen: Generation
     ) -> Iterator[dict[str, Any]]:
@@ -288,12 +296,7 @@ class Api:
             yield {**head, "choices": [choice]}
             if stops.hit:
                 break
-        if request.include_usage:
-            yield {
-                **head,
-                "choices": [],
-                "usage": self.engine.report_usage(gen.prompt_ids, gen.output_ids),
-            }
+        yield from self._usage_event(request.include_usage, head, gen)
 
     # -- /v1/chat/completions -----------------------------------------------------------
 
@@ -394,9 +397,4 @@ class Api:
             yield {**head, "choices": [choice]}
             if stops.hit:
                 break
-        if request.include_usage:
-            yield {
-                **head,
-                "choices": [],
-                "usage": self.engine.report_usage(gen.prompt_ids, gen.output_ids),
-            }
+        yield from self._usage_event(request.include_usage, head, gen)
