@@ -87,6 +87,7 @@ class _Run:
         self.fp: Fingerprint | None = None
         self.official = False
         self.intake: Intake | None = None
+        self.runtime: dict[str, Any] | None = None
 
     def timed(self, name: str, fn: Callable[[], Any]) -> Any:
         self.ev.stage(name, "running")
@@ -185,6 +186,40 @@ def _isolation(run: _Run, handle: EngineHandle) -> None:
         run.fail("isolation", "; ".join(f.message for f in findings))
 
 
+def _runtime(run: _Run, handle: EngineHandle, result: Any) -> None:
+    """vLLM engines only: what the server really ran with, against the frozen config.
+
+    ``verifier.runtime`` reads back /version, /v1/models, /metrics and vLLM's start-up
+    arguments; its findings (``engine.runtime-mismatch`` and the challenge's forbidden
+    rules as seen at run time) join the run's, its record is the report's ``runtime``.
+    """
+    from verifier import runtime
+
+    manifest = run.intake.manifest if run.intake else None
+    if manifest is None or manifest.engine.kind != "vllm":
+        return
+    image = run.image or {}
+    labels = image.get("labels") or {}
+    tokens = sum(r.counted_tokens for r in result.tps.records) if result.tps else None
+    obs = runtime.observe(handle.base_url, handle.logs(1 << 22))
+    run.findings += runtime.compare(
+        obs,
+        manifest.engine.config,
+        run.req.spec,
+        harness_generated_tokens=tokens,
+        expected_version=labels.get("org.podium.vllm-version"),
+    )
+    run.runtime = runtime.record(
+        obs,
+        harness_generated_tokens=tokens,
+        base_image=runtime.base_image_record(
+            str(image.get("base_image") or manifest.engine.base_image.digest),
+            manifest.engine.base_image.ref,
+            labels,
+        ),
+    )
+
+
 def _reference(run: _Run, sample: Any, model_dir: Path) -> None:
     spec = run.req.spec
     if not spec.check("greedy_identity").get("enabled") or run.req.reference is None:
@@ -244,6 +279,8 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         return
     try:
         result = _evaluate(run, handle, model.path)
+        if run.failure is None:
+            _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
         if run.failure is None:
             _isolation(run, handle)
         (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")
@@ -341,6 +378,7 @@ def _finish(run: _Run, started: str) -> Outcome:
         git_sha=(fp.data.get("toolkit") or {}).get("git_sha") if fp else None,
         started=started,
         finished=now_iso(),
+        runtime=run.runtime,
     )
     signed = False
     if req.key is not None:

@@ -55,6 +55,7 @@ def build_report(
     git_sha: str | None,
     started: str,
     finished: str,
+    runtime: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema_version": 1,
@@ -77,6 +78,8 @@ def build_report(
         "started": started,
         "finished": finished,
     }
+    if runtime is not None:  # what a vLLM server reported about its own run
+        doc["runtime"] = runtime
     doc = json_safe(doc)
     # The id is derived from everything but itself: the same run always has the same id.
     doc["report_id"] = sha256_bytes(
