@@ -193,15 +193,17 @@ def _serve(
 
     try:
         upstream = f"http://127.0.0.1:{args.internal_port}"
-        model_id = wait_for_models(upstream, keep_waiting=alive)
-        if model_id is not None:
+        served = wait_for_models(upstream, keep_waiting=alive)
+        if served is not None:
             if settings.warmup_bridge and settings.warmup_num_prompts > 0:
                 log(f"warm-up: {settings.warmup_num_prompts} synthetic prompts")
+                length = served.get("max_model_len")
                 result = run_warmup(
                     upstream,
-                    model_id,
+                    served["id"],
                     num_prompts=settings.warmup_num_prompts,
                     max_tokens=settings.warmup_max_tokens,
+                    max_model_len=length if isinstance(length, int) else None,
                     keep_going=alive,
                 )
                 log(f"warm-up: {result.succeeded}/{result.sent} answered in {result.seconds:.1f} s")
