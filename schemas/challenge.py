@@ -88,6 +88,17 @@ class Sampling(Contract):
 
 
 @dataclass(frozen=True)
+class Baseline(Contract):
+    """The baseline TPS on one hardware, and where the number comes from."""
+
+    hardware: str
+    tps: float
+    engine: str
+    source: str
+    config: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class TpsWorkload(Contract):
     endpoint: str
     num_prompts: int
@@ -104,6 +115,7 @@ class TpsWorkload(Contract):
     min_trial_seconds: float = 0.0
     count_tokens: str = "token_ids"
     baseline_tps: float | None = None
+    baselines: list[Baseline] | None = None
 
     @property
     def tokens_per_trial(self) -> int:
@@ -140,6 +152,8 @@ class EngineRules(Contract):
     forbidden: list[Rule]
     port: int = 8000
     allowed_knobs: list[str] | None = None
+    #: the reference engine and its pinned base images (free-form per image)
+    reference: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

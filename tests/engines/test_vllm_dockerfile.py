@@ -74,3 +74,17 @@ def test_dockerignore_keeps_the_context_to_the_launcher() -> None:
     assert "engines/vllm_launcher/__main__.py" in files
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
     assert sum((REPO / f).stat().st_size for f in files) < 256 * 1024
+
+
+def test_the_challenge_spec_pins_the_same_gpu_base_and_says_whether_it_was_confirmed() -> None:
+    from schemas.challenge import load_challenge
+
+    reference = load_challenge("fast-gemma").engine.reference
+    assert reference is not None and reference["kind"] == "vllm"
+    gpu = reference["images"]["gpu"]
+    default = re.search(r"^ARG BASE_IMAGE=(\S+)$", DOCKERFILE, re.MULTILINE)
+    assert default and gpu["ref"] == default.group(1)
+    zeros = gpu["ref"].endswith("@sha256:" + "0" * 64)
+    assert gpu["digest_confirmed"] is (not zeros)
+    assert gpu["confirm"].startswith("docker buildx imagetools inspect vllm/vllm-openai:v")
+    assert reference["version"] == default.group(1).split(":v", 1)[1].split("@")[0]
