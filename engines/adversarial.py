@@ -16,6 +16,27 @@ requests to serve honestly before misbehaving).
   the verdict is unaffected.
 - ``Crash``: exits mid-run (verdict FAILED).
 - ``Hang``: stops answering mid-run (verdict FAILED).
+
+Cheats that know how they are judged, each answering the judge's own questions honestly
+where it can (the verifier's proof is the timed work, judged by its own model):
+
+- ``ScaledLogprobs``: every reported logprob times 0.85: all <= 0, every argmax
+  unchanged, a PPL far better than the model's (``ppl.reference-mismatch``).
+- ``ForgedChat``: cheap tokens for chat requests only; asked to score an answer it gave,
+  it lists only that token, as the top, with rank 1; every other request is honest
+  (``integrity.reference-decode``, ``integrity.same-path``).
+- ``ForgedPromptReplay``: decodes the first chat prompt once, then answers every chat
+  request with that answer and reports that prompt's ids (``tps.prompt-mismatch``,
+  ``integrity.reference-decode``).
+- ``GarbageTail``: honest first half of every chat answer, cheap second half
+  (``integrity.reference-decode``).
+- ``HonestUntilScored``: honest until the first scoring request (``prompt_logprobs``),
+  cheap afterwards: the stage-order cheat (``integrity.reference-decode``).
+- ``SometimesCheap``: one chat answer in ``ADVERSARY_EVERY`` (default 3) is cheap
+  (``integrity.reference-decode``).
+- ``ForgedPromptReplay`` with ``ADVERSARY_HONEST_IDS=1``: the same replay, reporting the
+  ids of the prompt it was sent, so only the reference's judgement of the answer can
+  catch it (``integrity.reference-decode``).
 """
 
 from __future__ import annotations
@@ -120,6 +141,165 @@ class Degraded(BaselineEngine):
                 if p.dim() == 2 and "embed" not in name:
                     noise = torch.randn(p.shape, generator=g) * p.detach().float().std() * scale
                     p.add_(noise.to(p.dtype).to(p.device))
+
+
+class ScaledLogprobs(BaselineEngine):
+    """Reports every logprob times ``ADVERSARY_SCALE`` (0.85): a better PPL than the model's."""
+
+    def prompt_logprobs_from_logits(
+        self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
+    ) -> list[PositionLogprobs | None]:
+        scale = float(os.environ.get("ADVERSARY_SCALE", "0.85"))
+        scaled = lambda t: TokenLogprob(t.token_id, t.logprob * scale, t.rank)  # noqa: E731
+        return [
+            None if e is None else PositionLogprobs(scaled(e.chosen), tuple(map(scaled, e.top)))
+            for e in super().prompt_logprobs_from_logits(logprobs, targets, k)
+        ]
+
+
+def _is_chat(engine: BaselineEngine, prompt_ids: list[int]) -> bool:
+    """A prompt rendered by the chat template carries its turn marker; PPL records do not."""
+    marker = engine.tokenizer.convert_tokens_to_ids("<start_of_turn>")
+    return isinstance(marker, int) and marker in prompt_ids
+
+
+def _second_best(logits: torch.Tensor) -> int:
+    import torch
+
+    return int(torch.topk(logits, 2).indices[1].item())
+
+
+class _Cheap(BaselineEngine):
+    """Shared hook: ``cheap(step)`` says whether this token of this answer is cheapened."""
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        self._cheat = prompt_logprobs is None and self.cheat_on(prompt_ids)
+        return super().start(prompt_ids, sampling, prompt_logprobs)
+
+    def cheat_on(self, prompt_ids: list[int]) -> bool:
+        return _is_chat(self, prompt_ids)
+
+    def cheap(self, step: int, max_tokens: int) -> bool:
+        return step % 2 == 1
+
+    def select_next_token(
+        self, logits: torch.Tensor, sampling: SamplingParams, generator: torch.Generator, step: int
+    ) -> int:
+        if getattr(self, "_cheat", False) and self.cheap(step, sampling.max_tokens or 0):
+            return _second_best(logits)
+        return super().select_next_token(logits, sampling, generator, step)
+
+
+class ForgedChat(_Cheap):
+    """Cheap chat answers; its scoring of its own answers is forged, all else is honest."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._answers: list[tuple[int, ...]] = []
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        gen = super().start(prompt_ids, sampling, prompt_logprobs)
+        if prompt_logprobs is not None:
+            self._forge(gen)
+            return gen
+        inner = gen.steps
+
+        def remember() -> Iterator[TokenStep]:
+            out: list[int] = []
+            for step in inner:
+                out.append(step.token_id)
+                yield step
+            self._answers.append(tuple(out))
+
+        gen.steps = remember()
+        return gen
+
+    def _forge(self, gen: Generation) -> None:
+        """Where the prompt ends with an answer it gave: that token is the top, rank 1."""
+        entries = gen.prompt_logprobs
+        ids = gen.prompt_ids
+        if entries is None:
+            return
+        for answer in self._answers:
+            n = len(answer)
+            if n and len(ids) > n and tuple(ids[-n:]) == answer:
+                for i in range(len(ids) - n, len(ids)):
+                    e = entries[i]
+                    if e is not None:
+                        best = max([e.chosen.logprob, *(t.logprob for t in e.top)])
+                        top = TokenLogprob(e.chosen.token_id, best, 1)
+                        entries[i] = PositionLogprobs(top, (top,))
+                return
+
+
+class ForgedPromptReplay(BaselineEngine):
+    """One honest chat answer, replayed for every chat request with that prompt's ids."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._first: tuple[list[int], list[int]] | None = None
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        if prompt_logprobs is not None or not _is_chat(self, prompt_ids):
+            return super().start(prompt_ids, sampling, prompt_logprobs)
+        if self._first is None:
+            gen = super().start(prompt_ids, sampling, prompt_logprobs)
+            self._first = (list(prompt_ids), [s.token_id for s in gen.steps])
+        first_prompt, answer = self._first
+        if os.environ.get("ADVERSARY_HONEST_IDS") == "1":
+            first_prompt = list(prompt_ids)  # the ids it was sent: only the answer is forged
+        n = min(len(answer), sampling.max_tokens or len(answer))
+
+        def replay() -> Iterator[TokenStep]:
+            for i, tok in enumerate(answer[:n]):
+                yield TokenStep(tok, None, "length" if i + 1 == n else None)
+
+        return Generation(list(first_prompt), None, replay())
+
+
+class GarbageTail(_Cheap):
+    """Honest first half of every chat answer; the second half is the second-best token."""
+
+    def cheap(self, step: int, max_tokens: int) -> bool:
+        return step >= max_tokens // 2
+
+
+class HonestUntilScored(_Cheap):
+    """Honest until the first prompt_logprobs request; cheap chat answers after it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._scored = False
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        if prompt_logprobs is not None:
+            self._scored = True
+        return super().start(prompt_ids, sampling, prompt_logprobs)
+
+    def cheat_on(self, prompt_ids: list[int]) -> bool:
+        return self._scored and _is_chat(self, prompt_ids)
+
+
+class SometimesCheap(_Cheap):
+    """One chat answer in ``ADVERSARY_EVERY`` (3) is cheap; the others are honest."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._chats = 0
+
+    def cheat_on(self, prompt_ids: list[int]) -> bool:
+        if not _is_chat(self, prompt_ids):
+            return False
+        self._chats += 1
+        return self._chats % int(os.environ.get("ADVERSARY_EVERY", "3")) == 0
 
 
 class CachedReplies(BaselineEngine):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.canonical import canonical_json, sha256_bytes
-from podium.errors import UsageError
+from podium.errors import SchemaError, UsageError
 from schemas.contract import Contract
 from schemas.validate import read_json, validate
 
@@ -112,6 +112,8 @@ class TpsWorkload(Contract):
     trials: int
     reproduction_tolerance: float
     request_timeout_s: float
+    max_cv: float
+    max_trials: int
     min_trial_seconds: float = 0.0
     count_tokens: str = "token_ids"
     baseline_tps: float | None = None
@@ -120,6 +122,14 @@ class TpsWorkload(Contract):
     @property
     def tokens_per_trial(self) -> int:
         return self.num_prompts * self.max_tokens
+
+
+@dataclass(frozen=True)
+class ReferenceEngine(Contract):
+    """How the verifier runs its own reference model after the participant's engine stopped."""
+
+    dtype: str
+    device: str
 
 
 @dataclass(frozen=True)
@@ -152,8 +162,8 @@ class EngineRules(Contract):
     forbidden: list[Rule]
     port: int = 8000
     allowed_knobs: list[str] | None = None
-    #: the reference engine and its pinned base images (free-form per image)
-    reference: dict[str, Any] | None = None
+    #: the vLLM release of the reference engine image and its pinned base images
+    vllm: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +193,7 @@ class ChallengeSpec(Contract):
     ppl: PplProcedure
     tps: TpsWorkload
     integrity: dict[str, Any]
+    reference: ReferenceEngine
     limits: Limits
     engine: EngineRules
     datasets: Datasets
@@ -229,4 +240,10 @@ def load_challenge(name_or_path: str | Path) -> ChallengeSpec:
     doc = read_json(path)
     validate("challenge", doc, file=str(path))
     spec = ChallengeSpec.from_dict(doc)
+    if spec.tps.max_trials < spec.tps.trials:
+        raise SchemaError(
+            f"tps.max_trials ({spec.tps.max_trials}) is below tps.trials ({spec.tps.trials})",
+            file=str(path),
+            json_path="$.tps.max_trials",
+        )
     return dataclasses.replace(spec, source=str(path))

@@ -19,6 +19,7 @@ from podium import __version__
 from podium.canonical import canonical_json, sha256_bytes
 from podium.version import toolkit_git_sha
 from schemas.challenge import Hardware
+from schemas.check_ids import ENV_GPU_BUSY, ENV_HARDWARE
 from schemas.findings import Finding
 
 
@@ -135,7 +136,7 @@ def hardware_findings(hardware: Hardware, fp: Fingerprint) -> tuple[bool, list[F
     if not names:
         return False, [
             Finding(
-                "env.hardware",
+                ENV_HARDWARE,
                 "warning",
                 f"no GPU found; the spec requires {hardware.describe()}: the result is UNOFFICIAL",
                 hint="run on the challenge's hardware for a VERIFIED result",
@@ -146,7 +147,7 @@ def hardware_findings(hardware: Hardware, fp: Fingerprint) -> tuple[bool, list[F
     if len(matching) < count:
         return False, [
             Finding(
-                "env.hardware",
+                ENV_HARDWARE,
                 "warning",
                 f"GPU is {names[0]!r}, not exactly {wanted!r}: the result is UNOFFICIAL",
             )
@@ -161,7 +162,7 @@ def clean_gpu_findings(fp: Fingerprint, *, own_pids: set[int] | None = None) -> 
         return []
     return [
         Finding(
-            "env.gpu-busy",
+            ENV_GPU_BUSY,
             "warning",
             f"other processes hold the GPU (pids {others[:5]}): the machine is not clean",
             hint="stop every GPU process before verifying",

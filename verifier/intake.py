@@ -14,6 +14,12 @@ from pathlib import Path
 from podium.canonical import sha256_file
 from podium.errors import BundleError
 from schemas.challenge import ChallengeSpec
+from schemas.check_ids import (
+    BUNDLE_CHALLENGE_MISMATCH,
+    BUNDLE_CHALLENGE_VERSION,
+    BUNDLE_MODEL_PIN,
+    ENGINE_KIND_NOT_ALLOWED,
+)
 from schemas.engine_config import check_engine_config
 from schemas.findings import Finding
 from schemas.manifest import Manifest
@@ -22,6 +28,8 @@ from submission.safe_bundle import open_bundle
 
 @dataclass
 class Intake:
+    """Intake's one result: read once, handed to the runner, the checks and the report."""
+
     bundle_sha256: str
     root: Path | None
     manifest: Manifest | None
@@ -38,7 +46,7 @@ def rule_findings(manifest: Manifest, spec: ChallengeSpec) -> list[Finding]:
     if manifest.challenge.id != spec.id:
         out.append(
             Finding(
-                "bundle.challenge-mismatch",
+                BUNDLE_CHALLENGE_MISMATCH,
                 "error",
                 f"the bundle is for challenge {manifest.challenge.id!r}, not {spec.id!r}",
                 hint=f"package it with --challenge {spec.id}",
@@ -47,7 +55,7 @@ def rule_findings(manifest: Manifest, spec: ChallengeSpec) -> list[Finding]:
     elif manifest.challenge.version != spec.version:
         out.append(
             Finding(
-                "bundle.challenge-version",
+                BUNDLE_CHALLENGE_VERSION,
                 "warning",
                 f"the bundle was frozen for {spec.id} {manifest.challenge.version}; "
                 f"verifying under {spec.version}",
@@ -56,7 +64,7 @@ def rule_findings(manifest: Manifest, spec: ChallengeSpec) -> list[Finding]:
     if manifest.engine.kind not in spec.engine.kinds:
         out.append(
             Finding(
-                "engine.kind-not-allowed",
+                ENGINE_KIND_NOT_ALLOWED,
                 "error",
                 f"engine kind {manifest.engine.kind!r} is not allowed by {spec.id} "
                 f"(allowed: {', '.join(spec.engine.kinds)})",
@@ -66,7 +74,7 @@ def rule_findings(manifest: Manifest, spec: ChallengeSpec) -> list[Finding]:
     if (pin.repo_id, pin.revision) != (spec.model.repo_id, spec.model.revision):
         out.append(
             Finding(
-                "bundle.model-pin",
+                BUNDLE_MODEL_PIN,
                 "error",
                 f"the bundle pins {pin.repo_id}@{pin.revision[:12]}, the challenge "
                 f"{spec.model.repo_id}@{spec.model.revision[:12]}",

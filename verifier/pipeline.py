@@ -1,18 +1,23 @@
 """The verification pipeline, stage by stage.
 
-intake → environment → data → weights → rebuild → sandbox start → harness (ready, PPL,
-TPS, engine-phase checks) → isolation → stop → greedy-identity against the verifier's
-own reference engine → verdict → signed report.
+intake → environment → data → weights → rebuild → start → harness (ready, the timed
+evaluation with the PPL records and probes placed among the timed requests, the
+evaluation checks) → isolation → stop → reference (the verifier's own model judges a
+sample of the timed work, drawn with a fresh seed) → verdict → the one report builder
+(``verifier.report``) → signature.
 
-Anything that goes wrong in a stage after intake is a FAILED verdict naming the stage
-(with the engine's log tail), never a hang and never a partial result: the report is
-written (so the organizer sees why), but only a complete, signed report is published.
-Containers, networks and processes are removed in every case, Ctrl-C included.
+Intake runs once: its result (``Intake``) flows to the runner, the checks and the report,
+and a caller that already ran it (the Jobs dispatcher) passes it in. Anything that goes
+wrong in a stage after intake is a FAILED verdict naming the stage (with the engine's log
+tail), never a hang and never a partial result: the report is written (so the organizer
+sees why), but only a complete, signed report is published. Containers, networks and
+processes are removed in every case, Ctrl-C included.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import tempfile
 import time
@@ -21,26 +26,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from podium.errors import PodiumError
+from podium.errors import PodiumError, UsageError
 from podium.signing import KeyPair
-from schemas.challenge import ChallengeSpec
+from schemas.challenge import ChallengeSpec, ReferenceEngine
+from schemas.check_ids import (
+    IMAGE_TOO_LARGE,
+    INTEGRITY_ISOLATION,
+    TPS_UNSTABLE,
+    VERDICT_CHECKS_MISSING,
+    declared,
+)
 from schemas.findings import Finding
 from schemas.report import FAILED, UNOFFICIAL, CheckResult, Failure, Stage
 from verifier.datasets import EvaluationSets, evaluation_sets
-from verifier.fingerprint import (
-    Fingerprint,
-    clean_gpu_findings,
-    hardware_findings,
-    take_fingerprint,
-)
-from verifier.harness import compare_greedy_identity, run_harness
+from verifier.fingerprint import clean_gpu_findings, hardware_findings, take_fingerprint
+from verifier.harness import judge_with_reference, run_harness
+from verifier.harness.render import TokenizerRenderer
+from verifier.harness.run import HarnessResult
 from verifier.intake import Intake, intake
-from verifier.report import build_report, now_iso, sign_report, write_report
+from verifier.report import RunRecord, build_report, now_iso, sign_report, write_report
 from verifier.runners.base import EngineHandle, Runner
 from verifier.verdict import decide, missing_checks, required_checks
 from verifier.weights import pinned_model
 
 LOG_TAIL = 4000
+
+#: how the verifier's reference engine is started: given the spec's reference settings
+ReferenceFactory = Callable[[ReferenceEngine], Runner]
 
 
 class Events:
@@ -53,16 +65,22 @@ class Events:
 
 @dataclass
 class VerifyRequest:
+    """One verification. ``runner`` may be None only for a bundle that fails intake."""
+
     bundle: Path
     spec: ChallengeSpec
-    runner: Runner
+    runner: Runner | None
     out_dir: Path
     reported_tps: float | None = None
     heldout: str | None = None
     key: KeyPair | None = None
     self_check: bool = False
-    reference: Callable[[], Runner] | None = None
+    reference: ReferenceFactory | None = None
     keep_workdir: bool = False
+    #: intake's result when the caller already ran it on ``bundle``
+    intake: Intake | None = None
+    #: the plan seed (placement of the probes); None draws a fresh one. For tests.
+    plan_seed: int | None = None
 
 
 @dataclass
@@ -77,17 +95,15 @@ class Outcome:
 class _Run:
     def __init__(self, req: VerifyRequest, events: Events):
         self.req, self.ev = req, events
-        self.stages: list[Stage] = []
-        self.findings: list[Finding] = []
-        self.checks: list[CheckResult] = []
-        self.failure: Failure | None = None
-        self.metrics: dict[str, Any] = {"ppl": None, "tps": None, "reported_tps": req.reported_tps}
-        self.image: dict[str, Any] | None = None
+        self.record = RunRecord(
+            spec=req.spec,
+            mode="self-check" if req.self_check else "official",
+            runner=req.runner.info.name if req.runner is not None else None,
+            started=now_iso(),
+            reported_tps=req.reported_tps,
+            metrics={"ppl": None, "tps": None, "reported_tps": req.reported_tps},
+        )
         self.sets: EvaluationSets | None = None
-        self.fp: Fingerprint | None = None
-        self.official = False
-        self.intake: Intake | None = None
-        self.runtime: dict[str, Any] | None = None
 
     def timed(self, name: str, fn: Callable[[], Any]) -> Any:
         self.ev.stage(name, "running")
@@ -95,17 +111,17 @@ class _Run:
         try:
             result = fn()
         except PodiumError as exc:
-            self.stages.append(
+            self.record.stages.append(
                 Stage(name, "failed", round(time.perf_counter() - t0, 3), exc.message)
             )
             self.ev.stage(name, "failed", exc.message)
             raise
-        self.stages.append(Stage(name, "ok", round(time.perf_counter() - t0, 3)))
+        self.record.stages.append(Stage(name, "ok", round(time.perf_counter() - t0, 3)))
         self.ev.stage(name, "ok")
         return result
 
     def fail(self, stage: str, message: str, log_tail: str | None = None) -> None:
-        self.failure = Failure(stage=stage, message=message, log_tail=log_tail or None)
+        self.record.failure = Failure(stage=stage, message=message, log_tail=log_tail or None)
 
 
 def _eos_ids(model_dir: Path) -> list[int]:
@@ -122,30 +138,22 @@ def _eos_ids(model_dir: Path) -> list[int]:
     return sorted(ids)
 
 
-def _environment(run: _Run, runner: Runner) -> None:
-    docker_version = None
-    client = getattr(runner, "_client", None)
-    if callable(client):
-        from podium import dockerx
-
-        docker_version = dockerx.docker_version(client())
-    run.fp = take_fingerprint(docker_version)
-    run.official, hw = hardware_findings(run.req.spec.hardware, run.fp)
-    run.findings += hw
-    if getattr(runner, "gpu", False) is None:  # ask for a GPU only where there is one
-        runner.gpu = bool(run.fp.gpus) and run.req.spec.hardware.accelerator == "gpu"  # type: ignore[attr-defined]
-    busy = clean_gpu_findings(run.fp)
+def _environment(run: _Run, runner: Runner) -> bool:
+    """Fingerprint the machine; returns whether the engine gets the GPU."""
+    spec, rec = run.req.spec, run.record
+    fp = take_fingerprint(runner.environment().get("docker"))
+    rec.fingerprint = fp
+    rec.official_hardware, hw = hardware_findings(spec.hardware, fp)
+    rec.findings += hw
+    busy = clean_gpu_findings(fp)
     if busy:
         raise PodiumError(busy[0].message, hint=busy[0].hint, where="environment")
+    return bool(fp.gpus) and spec.hardware.accelerator == "gpu"
 
 
-def _evaluate(run: _Run, handle: EngineHandle, model_dir: Path) -> Any:
-    req, sets = run.req, run.sets
+def _evaluate(run: _Run, handle: EngineHandle, renderer: TokenizerRenderer, model_dir: Path) -> Any:
+    req, sets, rec = run.req, run.sets, run.record
     assert sets is not None
-
-    def progress(stage: str, done: int, total: int) -> None:
-        run.ev.progress(stage, done, total)
-
     run.ev.stage("harness", "running")
     result = run_harness(
         handle.base_url,
@@ -153,143 +161,171 @@ def _evaluate(run: _Run, handle: EngineHandle, model_dir: Path) -> Any:
         public_prompts=sets.warmup_prompts.rows,
         heldout_prompts=sets.prompts.rows,
         ppl_records=sets.ppl.rows,
+        renderer=renderer,
         reported_tps=req.reported_tps,
-        progress=progress,
+        progress=run.ev.progress,
         eos_token_ids=_eos_ids(model_dir),
         is_alive=handle.is_alive,
         ready_timeout_s=req.spec.limits.startup_s,
+        seed=req.plan_seed,
     )
-    run.stages += result.stages
+    rec.stages += result.stages
     for st in result.stages:
         run.ev.stage(st.name, st.status, st.note or "")
-    run.checks += result.checks
-    run.findings += result.findings
-    run.metrics.update(result.metrics(req.spec, req.reported_tps))
+    rec.checks += result.checks
+    rec.findings += result.findings
+    if result.evidence is not None:
+        rec.seeds["plan"] = result.evidence.plan["seed"]
+    rec.metrics.update(result.metrics(req.spec, req.reported_tps))
     baseline = req.spec.tps.baseline_tps
-    tps = run.metrics.get("tps") or {}
-    run.metrics["baseline_tps"] = baseline
-    run.metrics["speedup"] = tps["median"] / baseline if baseline and tps.get("median") else None
+    tps = rec.metrics.get("tps") or {}
+    rec.metrics["baseline_tps"] = baseline
+    rec.metrics["speedup"] = tps["median"] / baseline if baseline and tps.get("median") else None
     if result.failure is not None:
         run.fail(result.failure.stage, result.failure.message, handle.logs(LOG_TAIL))
     return result
 
 
-def _isolation(run: _Run, handle: EngineHandle) -> None:
+def _isolation(run: _Run, runner: Runner, handle: EngineHandle) -> None:
     if not run.req.spec.check("isolation").get("enabled"):
         return
     assert run.sets is not None
     forbidden = [run.sets.prompts.path, run.sets.ppl.path]
-    status, summary, details, findings = run.req.runner.isolation(handle, forbidden_paths=forbidden)
+    status, summary, details, findings = runner.isolation(handle, forbidden_paths=forbidden)
     details.pop("container", None)
-    run.checks.append(CheckResult("integrity.isolation", status, summary, details))
+    run.record.checks.append(CheckResult(INTEGRITY_ISOLATION, status, summary, details))
     if status == "fail":  # our sandbox, not the participant, is at fault: cannot evaluate
         run.fail("isolation", "; ".join(f.message for f in findings))
 
 
-def _runtime(run: _Run, handle: EngineHandle, result: Any) -> None:
+def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
     """vLLM engines only: what the server really ran with, against the frozen config.
 
     ``verifier.runtime`` reads back /version, /v1/models, /metrics and vLLM's start-up
-    arguments; its findings (``engine.runtime-mismatch`` and the challenge's forbidden
+    arguments; its findings (``engine.runtime-mismatch``, and the challenge's forbidden
     rules as seen at run time) join the run's, its record is the report's ``runtime``.
     """
     from verifier import runtime
 
-    manifest = run.intake.manifest if run.intake else None
+    rec = run.record
+    manifest = rec.intake.manifest if rec.intake else None
     if manifest is None or manifest.engine.kind != "vllm":
         return
-    image = run.image or {}
-    labels = image.get("labels") or {}
+    labels = runtime.image_labels(rec.image.id if rec.image else None)
     tokens = sum(r.counted_tokens for r in result.tps.records) if result.tps else None
     obs = runtime.observe(handle.base_url, handle.logs(1 << 22))
-    run.findings += runtime.compare(
+    rec.findings += runtime.compare(
         obs,
         manifest.engine.config,
         run.req.spec,
         harness_generated_tokens=tokens,
         expected_version=labels.get("org.podium.vllm-version"),
     )
-    run.runtime = runtime.record(
+    pin = (rec.image.base_image if rec.image else None) or manifest.engine.base_image.digest
+    rec.runtime = runtime.record(
         obs,
         harness_generated_tokens=tokens,
-        base_image=runtime.base_image_record(
-            str(image.get("base_image") or manifest.engine.base_image.digest),
-            manifest.engine.base_image.ref,
-            labels,
-        ),
+        base_image=runtime.base_image_record(pin, manifest.engine.base_image.ref, labels),
     )
 
 
-def _reference(run: _Run, sample: Any, model_dir: Path) -> None:
-    spec = run.req.spec
-    if not spec.check("greedy_identity").get("enabled") or run.req.reference is None:
-        return
-    runner = run.req.reference()
-    handle = None
-    try:
-        handle = runner.start(spec, model_dir=model_dir)
-        outcome = run.timed(
+def _reference(
+    run: _Run, result: HarnessResult, renderer: TokenizerRenderer, model_dir: Path, gpu: bool
+) -> None:
+    """The reference phase: the participant's engine has stopped; our own model judges."""
+    spec, rec = run.req.spec, run.record
+    seed = secrets.randbits(64)  # drawn only now that every timed request has been answered
+    rec.seeds["sample"] = f"{seed:016x}"
+    factory = run.req.reference
+    if factory is None:  # checks that need the reference say so (skip); same-path uses values
+        outcomes = run.timed(
             "reference",
-            lambda: compare_greedy_identity(
-                handle.base_url, spec, sample, is_alive=handle.is_alive
+            lambda: judge_with_reference(
+                None, spec, result, vocab_size=renderer.vocab_size, sample_seed=seed
             ),
         )
-    finally:
-        if handle is not None:
-            handle.stop()
-        runner.cleanup()
-    run.checks.append(outcome.result)
-    run.findings += outcome.findings
+    else:
+        runner = factory(spec.reference)
+        handle = None
+        try:
+            handle = runner.start(spec, model_dir=model_dir, gpu=gpu)
+            started = handle
+            outcomes = run.timed(
+                "reference",
+                lambda: judge_with_reference(
+                    started.base_url,
+                    spec,
+                    result,
+                    vocab_size=renderer.vocab_size,
+                    sample_seed=seed,
+                    ready_timeout_s=spec.limits.startup_s,
+                    is_alive=started.is_alive,
+                ),
+            )
+        finally:
+            if handle is not None:
+                handle.stop()
+            runner.cleanup()
+    for outcome in outcomes:
+        if outcome.result is not None:
+            rec.checks.append(outcome.result)
+        rec.findings += outcome.findings
 
 
 def _pipeline(run: _Run, workdir: Path) -> None:
-    req = run.req
+    req, rec = run.req, run.record
     spec, runner = req.spec, req.runner
-    run.intake = run.timed("intake", lambda: intake(req.bundle, workdir, spec))
-    run.findings += run.intake.findings
-    manifest = run.intake.manifest
+    opened = req.intake or run.timed("intake", lambda: intake(req.bundle, workdir, spec))
+    if req.intake is not None:
+        rec.stages.append(Stage("intake", "ok", 0.0, "run by the caller"))
+    rec.intake = opened
+    rec.findings += opened.findings
+    manifest = opened.manifest
     if req.reported_tps is None and manifest and manifest.reported and manifest.reported.tps:
-        req.reported_tps = float(manifest.reported.tps)
-        run.metrics["reported_tps"] = req.reported_tps
-    if not run.intake.ok:
+        req.reported_tps = rec.reported_tps = float(manifest.reported.tps)
+        rec.metrics["reported_tps"] = req.reported_tps
+    if not opened.ok:
         return  # rules broken before anything ran: REJECTED on the findings
-    assert run.intake.root is not None
+    if runner is None:
+        raise UsageError("a bundle that passes intake needs a runner to be verified")
     try:
-        run.timed("environment", lambda: _environment(run, runner))
+        gpu = run.timed("environment", lambda: _environment(run, runner))
         run.sets = run.timed(
             "data", lambda: evaluation_sets(spec, heldout=req.heldout, public=req.self_check)
         )
+        rec.heldout = run.sets.heldout_summary()
         model = run.timed("weights", lambda: pinned_model(spec))
-        root = run.intake.root
-        run.image = run.timed("rebuild", lambda: runner.prepare(root, spec, on_log=run.ev.log))
-        if run.image and run.image.get("size_bytes", 0) > spec.limits.image_bytes:
-            run.findings.append(
+        renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
+        rec.image = run.timed("rebuild", lambda: runner.prepare(opened, spec, on_log=run.ev.log))
+        size = rec.image.size_bytes if rec.image else None
+        if size is not None and size > spec.limits.image_bytes:
+            rec.findings.append(
                 Finding(
-                    "image.too-large",
+                    IMAGE_TOO_LARGE,
                     "error",
-                    f"the image is {run.image['size_bytes']} bytes, over the "
-                    f"limit of {spec.limits.image_bytes}",
+                    f"the image is {size} bytes, over the limit of {spec.limits.image_bytes}",
+                    hint="leave build tools and caches out of the image",
                 )
             )
             return
-        handle = run.timed("start", lambda: runner.start(spec, model_dir=model.path))
+        handle = run.timed("start", lambda: runner.start(spec, model_dir=model.path, gpu=gpu))
     except PodiumError as exc:
-        stage = run.stages[-1].name if run.stages else "intake"
+        stage = rec.stages[-1].name if rec.stages else "intake"
         run.fail(stage, str(exc))
         return
     try:
-        result = _evaluate(run, handle, model.path)
-        if run.failure is None:
+        result = _evaluate(run, handle, renderer, model.path)
+        if rec.failure is None:
             _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
-        if run.failure is None:
-            _isolation(run, handle)
+        if rec.failure is None:
+            _isolation(run, runner, handle)
         (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")
     finally:
         handle.stop()
         runner.cleanup()
-    if run.failure is None:
+    if rec.failure is None:
         try:
-            _reference(run, result.greedy_sample, model.path)
+            _reference(run, result, renderer, model.path, gpu)
         except PodiumError as exc:
             run.fail("reference", f"the verifier's reference engine failed: {exc}")
 
@@ -297,89 +333,51 @@ def _pipeline(run: _Run, workdir: Path) -> None:
 def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:
     ev = events or Events()
     run = _Run(req, ev)
-    started = now_iso()
     req.out_dir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="podium-verify-"))
     try:
         _pipeline(run, workdir)
     finally:
-        req.runner.cleanup()
+        if req.runner is not None:
+            req.runner.cleanup()
         if not req.keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    return _finish(run, started)
+    return _finish(run)
 
 
-def _finish(run: _Run, started: str) -> Outcome:
-    req, spec = run.req, run.req.spec
-    runner_info = req.runner.info
-    failed_check = next((c for c in run.checks if c.status == "error"), None)
-    if run.failure is None and failed_check is not None:
-        run.fail("integrity", f"{failed_check.id}: {failed_check.summary}")
+def _finish(run: _Run) -> Outcome:
+    req, rec = run.req, run.record
+    spec = req.spec
+    can_verify = req.runner is not None and req.runner.info.can_verify
+    # A self-check is never VERIFIED: an unstable TPS is reported as such (its check and
+    # finding stay in the report), not turned into "could not evaluate".
+    judged = [c for c in rec.checks if not (req.self_check and c.id == TPS_UNSTABLE)]
+    findings = [f for f in rec.findings if not (req.self_check and f.check_id == TPS_UNSTABLE)]
     required = required_checks(spec, reported_tps=req.reported_tps)
     verdict = decide(
-        failed=run.failure is not None,
-        findings=run.findings,
-        checks=run.checks,
-        official_hardware=run.official,
-        runner_can_verify=runner_info.can_verify,
+        failed=rec.failure is not None,
+        findings=findings,
+        checks=judged,
+        official_hardware=rec.official_hardware,
+        runner_can_verify=can_verify,
         self_check=req.self_check,
         required=required,
     )
-    if verdict == UNOFFICIAL and run.official and runner_info.can_verify and not req.self_check:
-        missing = missing_checks(run.checks, required)
-        run.findings.append(
+    error_check = next((c for c in judged if c.status == "error"), None)
+    if verdict == FAILED and rec.failure is None and error_check is not None:
+        info_ = declared(error_check.id)
+        run.fail(info_.phase if info_ else "checks", f"{error_check.id}: {error_check.summary}")
+    if verdict == UNOFFICIAL and rec.official_hardware and can_verify and not req.self_check:
+        missing = missing_checks(rec.checks, required)
+        rec.findings.append(
             Finding(
-                "verdict.checks-missing",
+                VERDICT_CHECKS_MISSING,
                 "warning",
                 f"required checks did not pass: {', '.join(missing)}",
+                hint="see each check's summary for what it could not observe",
             )
         )
-    intake_ = run.intake
-    manifest = intake_.manifest if intake_ else None
-    submission: dict[str, Any] = {
-        "team": manifest.team if manifest else "unknown",
-        "entry": manifest.entry if manifest else "unknown",
-        "bundle_sha256": intake_.bundle_sha256 if intake_ else "0" * 64,
-        "reported_tps": req.reported_tps,
-    }
-    if manifest:
-        submission["manifest_sha256"] = intake_.manifest_sha256  # type: ignore[union-attr]
-        submission["engine_kind"] = manifest.engine.kind
-        submission["engine_config"] = manifest.engine.config
-    fp = run.fp
-    environment: dict[str, Any] = {
-        **(fp.data if fp else {}),
-        "fingerprint_sha256": fp.sha256 if fp else "0" * 64,
-        "official_hardware": run.official,
-        "summary": fp.summary() if fp else "not taken",
-    }
-    image = None
-    if run.image:
-        image = {
-            k: v
-            for k, v in run.image.items()
-            if k in ("id", "base_image", "size_bytes", "build_seconds")
-        }
-        image["context_sha256"] = submission["bundle_sha256"]
-    doc = build_report(
-        verdict=verdict,
-        mode="self-check" if req.self_check else "official",
-        runner=runner_info.name,
-        challenge={"id": spec.id, "version": spec.version, "spec_sha256": spec.sha256},
-        submission=submission,
-        image=image,
-        heldout=run.sets.heldout_summary() if run.sets else None,
-        environment=environment,
-        metrics=run.metrics,
-        checks=run.checks,
-        findings=run.findings,
-        stages=run.stages,
-        failure=run.failure,
-        git_sha=(fp.data.get("toolkit") or {}).get("git_sha") if fp else None,
-        started=started,
-        finished=now_iso(),
-        runtime=run.runtime,
-    )
+    doc = build_report(rec, verdict=verdict)
     signed = False
     if req.key is not None:
         doc = sign_report(doc, req.key)

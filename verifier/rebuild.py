@@ -63,5 +63,4 @@ def rebuild_image(
         "base_image": base,
         "size_bytes": int(info.get("size") or 0),
         "build_seconds": round(time.monotonic() - started, 3),
-        "labels": dict(info.get("labels") or {}),
     }

@@ -1,25 +1,41 @@
-"""Build, validate, sign and write the verification report.
+"""The one builder of a verification report, its signature and its file.
 
-The report binds the result to the bundle digest, the image id, the held-out set's
-digests (never its content), the hardware fingerprint and the toolkit version. It is
-schema-validated before signing; an invalid report is a bug and is never signed.
+A report is built from a ``RunRecord`` (everything one verification collected) and from
+nothing else, wherever the run ended: rejected at intake, failed at any stage, or judged
+to the end. It binds the result to the bundle digest, the image id, the held-out set's
+digests (never its content), the hardware fingerprint, the seeds that placed and sampled
+the checks, and the toolkit version. What a run did not reach is absent (``image`` and
+``heldout`` null, ``environment`` null before the fingerprint was taken), never a
+placeholder. Every finding and check id in it must be declared in
+``schemas.check_ids`` (or be a rule of the challenge), and the document is validated
+against ``report.schema.json`` before it is signed; an invalid report is a bug and is
+never signed.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from podium import __version__
 from podium.canonical import canonical_json, sha256_bytes
 from podium.fsutil import atomic_write
 from podium.signing import KeyPair, sign_document
+from podium.version import toolkit_git_sha
+from schemas.challenge import ChallengeSpec
+from schemas.check_ids import declared
 from schemas.findings import Finding
 from schemas.report import CheckResult, Failure, Stage
 from schemas.validate import validate
+
+if TYPE_CHECKING:
+    from verifier.fingerprint import Fingerprint
+    from verifier.intake import Intake
+    from verifier.runners.base import ImageFacts
 
 
 def now_iso() -> str:
@@ -37,49 +53,113 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def build_report(
-    *,
-    verdict: str,
-    mode: str,
-    runner: str,
-    challenge: dict[str, Any],
-    submission: dict[str, Any],
-    image: dict[str, Any] | None,
-    heldout: dict[str, Any] | None,
-    environment: dict[str, Any],
-    metrics: dict[str, Any],
-    checks: list[CheckResult],
-    findings: list[Finding],
-    stages: list[Stage],
-    failure: Failure | None,
-    git_sha: str | None,
-    started: str,
-    finished: str,
-    runtime: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+@dataclass
+class RunRecord:
+    """Everything one verification collected, in the order the pipeline learns it."""
+
+    spec: ChallengeSpec
+    mode: str  # official | self-check
+    runner: str | None  # None: the run ended at intake, before any runner was chosen
+    started: str
+    reported_tps: float | None = None
+    intake: Intake | None = None
+    fingerprint: Fingerprint | None = None
+    official_hardware: bool = False
+    image: ImageFacts | None = None
+    heldout: dict[str, Any] | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    checks: list[CheckResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)
+    failure: Failure | None = None
+    #: the fresh seeds that placed the probes and drew the reference samples (hex)
+    seeds: dict[str, str] = field(default_factory=dict)
+    #: what the engine reported about itself at run time (version, limits, counters)
+    runtime: dict[str, Any] | None = None
+
+
+class UndeclaredCheckId(AssertionError):
+    """A report names a check id that ``schemas.check_ids`` does not declare: a bug."""
+
+
+def _check_ids(run: RunRecord) -> None:
+    rules = {rule.id for rule in run.spec.engine.forbidden}
+    for check_id, severity in [(f.check_id, f.severity) for f in run.findings] + [
+        (c.id, None) for c in run.checks
+    ]:
+        info = declared(check_id)
+        if info is None and check_id not in rules:
+            raise UndeclaredCheckId(f"{check_id!r} is not declared in schemas.check_ids")
+        if info is not None and severity is not None and severity != info.severity:
+            raise UndeclaredCheckId(
+                f"{check_id!r} is declared {info.severity}, emitted as {severity}"
+            )
+
+
+def _submission(run: RunRecord) -> dict[str, Any]:
+    assert run.intake is not None, "a report needs intake's result"
+    out: dict[str, Any] = {
+        "bundle_sha256": run.intake.bundle_sha256,
+        "reported_tps": run.reported_tps,
+    }
+    manifest = run.intake.manifest
+    if manifest is not None:
+        out["team"] = manifest.team
+        out["entry"] = manifest.entry
+        out["manifest_sha256"] = run.intake.manifest_sha256
+        out["engine_kind"] = manifest.engine.kind
+        out["engine_config"] = manifest.engine.config
+    return out
+
+
+def _environment(run: RunRecord) -> dict[str, Any] | None:
+    fp = run.fingerprint
+    if fp is None:
+        return None
+    return {
+        **fp.data,
+        "fingerprint_sha256": fp.sha256,
+        "official_hardware": run.official_hardware,
+        "summary": fp.summary(),
+    }
+
+
+def _image(run: RunRecord) -> dict[str, Any] | None:
+    if run.image is None or run.image.id is None:
+        return None
+    assert run.intake is not None
+    return {**run.image.to_dict(), "context_sha256": run.intake.bundle_sha256}
+
+
+def build_report(run: RunRecord, *, verdict: str, finished: str | None = None) -> dict[str, Any]:
+    """The report document of ``run`` with ``verdict``, validated (not yet signed)."""
+    _check_ids(run)
+    spec = run.spec
     doc: dict[str, Any] = {
         "schema_version": 1,
         "kind": "podium.report",
         "report_id": "",
         "verdict": verdict,
-        "mode": mode,
-        "runner": runner,
-        "challenge": challenge,
-        "submission": submission,
-        "image": image,
-        "heldout": heldout,
-        "environment": environment,
-        "metrics": metrics,
-        "checks": [c.to_dict() for c in checks],
-        "findings": [f.to_dict() for f in findings],
-        "stages": [s.to_dict() for s in stages],
-        "failure": failure.to_dict() if failure else None,
-        "toolkit": {"name": "podium", "version": __version__, "git_sha": git_sha},
-        "started": started,
-        "finished": finished,
+        "mode": run.mode,
+        "challenge": {"id": spec.id, "version": spec.version, "spec_sha256": spec.sha256},
+        "submission": _submission(run),
+        "image": _image(run),
+        "heldout": run.heldout,
+        "environment": _environment(run),
+        "metrics": run.metrics,
+        "checks": [c.to_dict() for c in run.checks],
+        "findings": [f.to_dict() for f in run.findings],
+        "stages": [s.to_dict() for s in run.stages],
+        "failure": run.failure.to_dict() if run.failure else None,
+        "seeds": dict(run.seeds),
+        "toolkit": {"name": "podium", "version": __version__, "git_sha": toolkit_git_sha()},
+        "started": run.started,
+        "finished": finished or now_iso(),
     }
-    if runtime is not None:  # what a vLLM server reported about its own run
-        doc["runtime"] = runtime
+    if run.runner is not None:
+        doc["runner"] = run.runner
+    if run.runtime is not None:
+        doc["runtime"] = run.runtime
     doc = json_safe(doc)
     # The id is derived from everything but itself: the same run always has the same id.
     doc["report_id"] = sha256_bytes(

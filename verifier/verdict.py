@@ -1,17 +1,24 @@
 """From checks and findings to one verdict.
 
-- FAILED: the run could not be evaluated (build error, crash, timeout, engine that
+- FAILED: a stage could not be evaluated (build error, crash, timeout, an engine that
   stops answering); a failure stage is recorded and nothing is published as a result.
-- REJECTED: at least one error finding (a rule broken).
+- REJECTED: at least one error finding whose declared effect is REJECTED (a rule broken),
+  or a failed check. Evidence of a broken rule stands even where some other check could
+  not be evaluated.
+- FAILED, too: a check that could not be evaluated, or a measurement too unstable to
+  judge (``tps.unstable``), when no rule was found broken.
 - UNOFFICIAL: no rule was broken, but the hardware is off-spec, the runner cannot give
   VERIFIED (a plain process, a self-check), or a check the spec requires could not
   observe what it needs (a ``skip``): a check is never passed by default.
 - VERIFIED: everything passed, on the spec's hardware, in the strict sandbox.
+
+What each finding does is declared with its id in ``schemas.check_ids``.
 """
 
 from __future__ import annotations
 
 from schemas.challenge import ChallengeSpec
+from schemas.check_ids import PPL_CAP, SPEC_CHECKS, TPS_REPRODUCTION, TPS_UNSTABLE, effect_of
 from schemas.findings import Finding
 from schemas.report import FAILED, REJECTED, UNOFFICIAL, VERIFIED, CheckResult
 
@@ -27,25 +34,29 @@ def decide(
     required: set[str] | None = None,
 ) -> str:
     """``required``: ids of the checks that must ``pass`` for VERIFIED."""
-    if failed or any(c.status == "error" for c in checks):
+    effects = {effect_of(f.check_id, f.severity) for f in findings}
+    if failed:  # a stage could not be evaluated: nothing after it can be judged
         return FAILED
-    if any(f.is_error for f in findings) or any(c.status == "fail" for c in checks):
+    # evidence of a broken rule stands even where another check could not be evaluated
+    if "REJECTED" in effects or any(c.status == "fail" for c in checks):
         return REJECTED
+    if "FAILED" in effects or any(c.status == "error" for c in checks):
+        return FAILED
     if not official_hardware or not runner_can_verify or self_check:
         return UNOFFICIAL
-    if missing_checks(checks, required or set()):
+    if "UNOFFICIAL" in effects or missing_checks(checks, required or set()):
         return UNOFFICIAL
     return VERIFIED
 
 
 def required_checks(spec: ChallengeSpec, *, reported_tps: float | None) -> set[str]:
-    """The checks a VERIFIED result needs: the PPL cap plus each check the spec enables."""
-    ids = {"ppl.cap"}
-    for name in ("same_path", "greedy_identity", "lengths", "caching", "isolation"):
+    """The checks a VERIFIED result needs: PPL cap, stable TPS, each check the spec enables."""
+    ids = {PPL_CAP, TPS_UNSTABLE}
+    for name, check_id in SPEC_CHECKS.items():
         if spec.check(name).get("enabled"):
-            ids.add("integrity." + name.replace("_", "-"))
-    if reported_tps is not None and spec.check("reproduction").get("enabled"):
-        ids.add("tps.reproduction")
+            ids.add(check_id)
+    if reported_tps is None:
+        ids.discard(TPS_REPRODUCTION)
     return ids
 
 

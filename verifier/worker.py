@@ -28,7 +28,7 @@ from typing import Any
 
 from podium.errors import PodiumError
 from podium.signing import KeyPair
-from schemas.challenge import ChallengeSpec, load_challenge
+from schemas.challenge import ChallengeSpec, ReferenceEngine, load_challenge
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.queue.lease import LeaseKeeper
 from verifier.queue.request import Claim, QueueRequest
@@ -47,7 +47,7 @@ class WorkerConfig:
     out_dir: Path
     store: Any = None  # a leaderboard Store; None verifies without publishing
     heldout: str | None = None
-    reference: Callable[[], Runner] | None = None
+    reference: Callable[[ReferenceEngine], Runner] | None = None
     worker_id: str = field(default_factory=default_identity)
     lease_s: float = 900.0
     poll_s: float = 30.0

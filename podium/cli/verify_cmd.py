@@ -76,10 +76,10 @@ def _runner(name: str) -> Any:
     raise UsageError(f"unknown runner {name!r}", hint=f"choose one of: {', '.join(RUNNERS)}")
 
 
-def _reference_runner() -> Any:
-    from verifier.runners.process import ProcessRunner
+def _reference_runner(settings: Any) -> Any:
+    from verifier.runners.process import reference_runner
 
-    return ProcessRunner(engine_root=None, served_model_name="reference")
+    return reference_runner(settings)
 
 
 def summary_table(report: dict[str, Any], con: Console) -> None:

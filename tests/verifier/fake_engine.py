@@ -7,8 +7,11 @@ end-of-sequence id is 1 (reached after token 18). Text is tokenised one characte
 token (``ord(c) mod 64``, BOS 2 first) and token ``t`` decodes to ``chr(0x100 + t)``.
 
 ``Misbehave`` switches turn it into each engine the verifier must catch: raw logits
-instead of log-probabilities, wrong prompt ids, lying usage, early stops, EOS padding,
-answers replayed from a cache, a decode path that differs from the scoring path,
+instead of log-probabilities, logprobs scaled toward 0, ranks that contradict the values,
+a forged scoring of its own answers, wrong prompt ids, one answer replayed for every
+prompt, lying usage, early stops, EOS padding, garbage in the second half of answers,
+ids outside the vocabulary, answers replayed from a cache, a decode path that differs
+from the scoring path (everywhere, or for chat requests only), a speed that jumps,
 hanging, crashing. ``rate`` paces generation at exactly that many tokens per second on
 each connection's own clock: a request starts where the connection's previous one ended
 when it arrives within ``CREDIT_S`` of that end (the few milliseconds of HTTP and thread
@@ -90,6 +93,14 @@ class Misbehave:
     chat_prompt_ids: bool = True  # chat answers carry prompt_token_ids
     cache_replies: bool = False  # a repeated request is answered at once, unpaced
     degraded_decode: bool = False  # decoding follows another argmax than the scoring path
+    degraded_chat_only: bool = False  # degraded_decode only for chat requests
+    scale_logprobs: float | None = None  # every logprob value multiplied (toward 0)
+    forged_ranks: bool = False  # the actual token is always reported as rank 1
+    forged_scoring: bool = False  # scoring its own answers: only the actual token, as the top
+    replay_first: bool = False  # the first answer (and its prompt ids) for every request
+    garbage_tail: bool = False  # the second half of every answer is off the argmax path
+    out_of_vocab: bool = False  # the last generated id is outside the vocabulary
+    slow_every: int | None = None  # generation runs at rate/4 in every other block of N
     hang: bool = False  # never answers completions
     crash_after: int | None = None  # drop the connection from request N+1 on
 
@@ -200,6 +211,11 @@ class FakeEngine:
         self._seen: set[str] = set()
         self.connections: set[socket.socket] = set()
         self.max_in_flight = 0
+        self.generations = 0
+        #: "generate" or "score" per POST, in arrival order
+        self.log: list[str] = []
+        self._first: tuple[list[int], list[int]] | None = None
+        self._answers: set[tuple[int, ...]] = set()
         self._busy = 0
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -255,7 +271,11 @@ class FakeEngine:
         """Sleep until ``tokens`` are due; return when they were due (None: unpaced)."""
         if self.rate is None or body.get("_cached"):
             return None
-        due = started + tokens / self.rate
+        rate = self.rate
+        every = self.bad.slow_every
+        if every and (body.get("_n", 0) // every) % 2 == 1:
+            rate = self.rate / 4
+        due = started + tokens / rate
         delay = due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
@@ -272,9 +292,11 @@ class FakeEngine:
             return tokenize(prompt, bos=body.get("add_special_tokens", True))
         return [int(t) for t in prompt]
 
-    def _generate(self, prompt: list[int], body: dict[str, Any]) -> tuple[list[int], str]:
+    def _generate(
+        self, prompt: list[int], body: dict[str, Any], chat: bool = False
+    ) -> tuple[list[int], str]:
         n = int(body.get("max_tokens") or 16)
-        shift = 1 if self.bad.degraded_decode else 0
+        shift = 1 if self.bad.degraded_decode or (self.bad.degraded_chat_only and chat) else 0
         ignore_eos = bool(body.get("ignore_eos"))
         if float(body.get("temperature", 1.0)) <= 0:
             gen = greedy(prompt, n, shift=shift, stop_at_eos=not ignore_eos)
@@ -293,10 +315,26 @@ class FakeEngine:
         if self.bad.eos_padding:
             half = max(1, n // 2)
             gen = gen[:half] + [EOS] * (n - half)
+        if self.bad.garbage_tail and len(gen) > 1:
+            half = len(gen) // 2
+            gen = gen[:half] + greedy(gen[half - 1 : half], len(gen) - half, shift=1)
+        if self.bad.out_of_vocab and gen:
+            gen[-1] = VOCAB + 5
         return gen, reason
+
+    def _own_answer_from(self, prompt: list[int]) -> int:
+        """Where a remembered answer of this engine ends the prompt (len(prompt): none)."""
+        with self._lock:
+            answers = list(self._answers)
+        for gen in answers:
+            n = len(gen)
+            if n and len(prompt) > n and tuple(prompt[-n:]) == gen:
+                return len(prompt) - n
+        return len(prompt)
 
     def _prompt_logprobs(self, prompt: list[int], k: int) -> list[Any]:
         out: list[Any] = [None]
+        forge_from = self._own_answer_from(prompt) if self.bad.forged_scoring else len(prompt)
         for i in range(1, len(prompt)):
             lps = logprobs_after(prompt[i - 1])
             order = sorted(range(VOCAB), key=lambda t: (-lps[t], t))
@@ -305,11 +343,20 @@ class FakeEngine:
             else:
                 keep = [prompt[i], *(t for t in order[:k] if t != prompt[i])]
             entry: dict[str, Any] = {}
+            forged = i >= forge_from
+            if forged:
+                keep = [prompt[i]]
             for t in keep:
                 value = lps[t] + (5.0 if self.bad.positive_logprobs else 0.0)
                 if self.bad.nan_logprobs:
                     value = float("nan")
+                if self.bad.scale_logprobs is not None:
+                    value *= self.bad.scale_logprobs
+                if forged:
+                    value = -0.01
                 rank = 1 + sum(1 for x in lps if x > lps[t])
+                if (self.bad.forged_ranks or forged) and t == prompt[i]:
+                    rank = 1
                 entry[str(t)] = {"logprob": value, "rank": rank, "decoded_token": decode([t])}
             out.append(entry)
         if self.bad.short_prompt_logprobs:
@@ -319,10 +366,23 @@ class FakeEngine:
     def answer(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
         if self._cached(body):
             body["_cached"] = True
-        prompt = self._prompt_ids(path, body)
-        gen, reason = self._generate(prompt, body)
-        text = decode(gen)
         chat = path.endswith("/chat/completions")
+        prompt = self._prompt_ids(path, body)
+        with self._lock:
+            if body.get("prompt_logprobs") is None:
+                self.generations += 1
+            body["_n"] = self.generations
+            self.log.append("score" if body.get("prompt_logprobs") is not None else "generate")
+        gen, reason = self._generate(prompt, body, chat)
+        if body.get("prompt_logprobs") is None:
+            with self._lock:
+                self._answers.add(tuple(gen))
+        if self.bad.replay_first and body.get("prompt_logprobs") is None:
+            with self._lock:
+                if self._first is None:
+                    self._first = (prompt, gen)
+                prompt, gen = self._first
+        text = decode(gen)
         choice: dict[str, Any] = {"index": 0, "finish_reason": reason}
         if chat:
             choice["message"] = {"role": "assistant", "content": text}

@@ -1,13 +1,47 @@
-"""Small challenge specs and data for the harness tests (built on the shipped fast-gemma spec)."""
+"""Small challenge specs, data and the verifier-side rendering for the harness tests.
+
+The specs are the shipped fast-gemma rules at test size. ``FakeRenderer`` is the
+verifier's view of the fake engine's tokenizer (``fake_engine.tokenize``), so the
+harness renders every prompt itself exactly as it does with a real tokenizer.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from fake_engine import tokenize
+from fake_engine import VOCAB, tokenize
 
 from schemas.challenge import ChallengeSpec, load_challenge
+
+INTEGRITY: dict[str, Any] = {
+    "reference_decode": {
+        "enabled": True,
+        "sample": 44,
+        "tie_tolerance": 0.25,
+        "min_fraction": 0.99,
+        "record_min_fraction": 0.9,
+        "free_running": 2,
+    },
+    "reference_ppl": {"enabled": True, "sample": 3, "max_lower_nats": 0.02, "max_upper_nats": 0.25},
+    "same_path": {"enabled": True, "sample": 3, "tie_tolerance": 0.001, "min_fraction": 0.98},
+    "prompt_render": {"enabled": True},
+    "reproduction": {"enabled": True},
+    "lengths": {"enabled": True, "tolerance": 0.0},
+    "caching": {"enabled": True, "controls": 2, "max_speedup": 1.5},
+}
+
+
+class FakeRenderer:
+    """How the fake engine renders prompts: one character per token, BOS first."""
+
+    vocab_size = VOCAB
+
+    def chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        return tokenize("\n".join(str(m.get("content", "")) for m in messages))
+
+    def text(self, text: str, *, add_special_tokens: bool) -> list[int]:
+        return tokenize(text, bos=add_special_tokens)
 
 
 def small_spec(*, integrity: dict[str, Any] | None = None, **tps: Any) -> ChallengeSpec:
@@ -20,18 +54,13 @@ def small_spec(*, integrity: dict[str, Any] | None = None, **tps: Any) -> Challe
         "concurrency": 1,
         "warmup_requests": 1,
         "trials": 2,
+        "max_cv": 0.5,
+        "max_trials": 4,
         "min_trial_seconds": 0.0,
         "request_timeout_s": 5.0,
         **tps,
     }
-    checks = {
-        "same_path": {"enabled": True, "sample": 3, "tie_tolerance": 0.001, "min_fraction": 0.98},
-        "greedy_identity": {"enabled": True, "sample": 3, "max_tokens": 12, "min_fraction": 0.75},
-        "reproduction": {"enabled": True},
-        "lengths": {"enabled": True, "tolerance": 0.0},
-        "caching": {"enabled": True, "repeats": 3, "max_speedup": 1.5, "max_tokens": 8},
-        **(integrity or {}),
-    }
+    checks = {**INTEGRITY, **(integrity or {})}
     return spec.with_overrides(
         tps=dataclasses.replace(spec.tps, **workload),
         ppl=dataclasses.replace(spec.ppl, timeout_s=5.0),
@@ -55,3 +84,32 @@ def ppl_records(n: int = 3) -> list[dict[str, Any]]:
         target = [(5 * i + 3 * j) % 64 for j in range(7 + i)]
         out.append({"id": f"rec-{i}", "context_token_ids": context, "target_token_ids": target})
     return out
+
+
+def evaluate(engine_url: str, spec: ChallengeSpec | None = None, **kw: Any) -> Any:
+    """The harness against ``engine_url`` with the fake data (a ``HarnessResult``)."""
+    from fake_engine import EOS, retokenize
+
+    from verifier.harness import run_harness
+
+    args: dict[str, Any] = {
+        "public_prompts": prompts("pub", 3),
+        "heldout_prompts": prompts("held", 6),
+        "ppl_records": ppl_records(3),
+        "renderer": FakeRenderer(),
+        "eos_token_ids": [EOS],
+        "tokenize": retokenize,
+        "seed": 7,
+        **kw,
+    }
+    return run_harness(engine_url, spec or small_spec(), **args)
+
+
+def judge(result: Any, reference_url: str | None, spec: ChallengeSpec | None = None) -> Any:
+    """The reference-phase outcomes by check id (the participant's engine may be gone)."""
+    from verifier.harness import judge_with_reference
+
+    outcomes = judge_with_reference(
+        reference_url, spec or small_spec(), result, vocab_size=VOCAB, sample_seed=11
+    )
+    return {o.result.id: o for o in outcomes if o.result is not None}

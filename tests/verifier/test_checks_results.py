@@ -28,12 +28,14 @@ def tps(*values: float) -> TpsResult:
     return TpsResult(summarize([t.tps for t in trials]), trials, [])
 
 
+@pytest.mark.fires("ppl.cap")
 def test_ppl_over_the_cap_fails_with_both_numbers() -> None:
     out = run("ppl.cap", ppl=ppl(2.437))
     assert out.result.status == "fail"
     assert [f.message for f in out.findings] == ["PPL 2.437 > cap 2.415"]  # 2.30 x 1.05
 
 
+@pytest.mark.quiet("ppl.cap")
 def test_ppl_at_the_cap_passes() -> None:
     cap = small_spec().quality.cap
     assert run("ppl.cap", ppl=ppl(cap)).result.status == "pass"
@@ -45,6 +47,8 @@ def test_an_unscored_ppl_fails_and_a_missing_one_skips() -> None:
     assert run("ppl.cap").result.status == "skip"
 
 
+@pytest.mark.quiet("tps.reproduction")
+@pytest.mark.fires("tps.reproduction")
 @pytest.mark.parametrize(
     ("trials", "reported", "status"),
     [

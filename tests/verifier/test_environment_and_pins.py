@@ -25,6 +25,8 @@ def fingerprint(*names: str, pids: tuple[int, ...] = ()) -> Fingerprint:
     return Fingerprint({"gpus": [{"name": n} for n in names], "cpu": {}}, list(pids))
 
 
+@pytest.mark.quiet("env.hardware")
+@pytest.mark.fires("env.hardware")
 @pytest.mark.parametrize(
     ("gpus", "official"),
     [
@@ -44,6 +46,8 @@ def test_a_cpu_challenge_is_official_anywhere() -> None:
     assert hardware_findings(load_challenge("tiny").hardware, fingerprint()) == (True, [])
 
 
+@pytest.mark.quiet("env.gpu-busy")
+@pytest.mark.fires("env.gpu-busy")
 def test_another_process_on_the_gpu_makes_the_machine_unclean() -> None:
     assert clean_gpu_findings(fingerprint("NVIDIA A10G")) == []
     busy = clean_gpu_findings(fingerprint("NVIDIA A10G", pids=(4242,)))
@@ -59,6 +63,7 @@ def _manifest(**engine: object) -> Manifest:
     return Manifest.parse(doc)
 
 
+@pytest.mark.fires("engine.kind-not-allowed", "bundle.challenge-version")
 def test_engine_kind_and_challenge_version_rules() -> None:
     spec = load_challenge("tiny")
     assert rule_findings(_manifest(), spec) == []

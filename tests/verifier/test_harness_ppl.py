@@ -30,6 +30,13 @@ def direct_nll(record: dict[str, Any]) -> tuple[float, int]:
     return nll, len(prompt) - start
 
 
+@pytest.mark.quiet(
+    "ppl.logprob-positive",
+    "ppl.token-mismatch",
+    "ppl.count-mismatch",
+    "ppl.non-finite",
+    "ppl.rank-mismatch",
+)
 def test_ppl_is_the_micro_average_over_target_tokens_only() -> None:
     records = ppl_records(4)
     seen: list[tuple[int, int, str]] = []
@@ -70,6 +77,9 @@ def test_the_greedy_path_scores_as_the_model_says() -> None:
     assert result.value == pytest.approx(72 / 8, rel=1e-12)
 
 
+@pytest.mark.fires(
+    "ppl.logprob-positive", "ppl.token-mismatch", "ppl.count-mismatch", "ppl.non-finite"
+)
 @pytest.mark.parametrize(
     ("bad", "check_id"),
     [

@@ -34,6 +34,7 @@ def run_tps(engine: FakeEngine, spec: ChallengeSpec, n_prompts: int = 4, **kw: A
     return asyncio.run(go())
 
 
+@pytest.mark.quiet("tps.token-count")
 def test_tokens_come_from_token_ids_not_from_usage() -> None:
     spec = small_spec()
     with FakeEngine(bad=Misbehave(lying_usage=True)) as engine:
@@ -42,6 +43,7 @@ def test_tokens_come_from_token_ids_not_from_usage() -> None:
         assert engine.requests == 1 + 8
     assert [t.tokens for t in result.trials] == [4 * 16, 4 * 16]
     assert all(r.count_source == "token_ids" for r in result.records)
+    assert not result.findings  # every answer was counted
     assert all(r.usage and r.usage["completion_tokens"] == 32 for r in result.records)
     for trial in result.trials:
         assert trial.tps == pytest.approx(trial.tokens / trial.seconds)
@@ -66,6 +68,7 @@ def test_without_token_ids_the_text_is_retokenised_when_the_spec_says_so() -> No
     assert not result.findings
 
 
+@pytest.mark.fires("tps.token-count")
 def test_answers_that_cannot_be_counted_are_a_finding_and_count_zero() -> None:
     spec = small_spec(trials=1)  # count_tokens: token_ids
     with FakeEngine(bad=Misbehave(no_token_ids=True)) as engine:

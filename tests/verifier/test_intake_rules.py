@@ -33,12 +33,36 @@ def _package(src: Path, out: Path) -> Path:
     return packaged.bundle.path
 
 
+@pytest.mark.quiet(
+    "bundle.not-gzip",
+    "bundle.corrupt",
+    "bundle.too-large",
+    "bundle.too-many-files",
+    "bundle.path-traversal",
+    "bundle.absolute-path",
+    "bundle.link",
+    "bundle.special-file",
+    "bundle.duplicate-name",
+    "bundle.manifest-missing",
+    "bundle.manifest-invalid",
+    "bundle.digest-mismatch",
+    "bundle.missing-file",
+    "bundle.unlisted-file",
+    "bundle.config-mismatch",
+    "bundle.challenge-mismatch",
+    "bundle.challenge-version",
+    "bundle.model-pin",
+    "engine.kind-not-allowed",
+    "config.schema",
+    "config.knob-not-allowed",
+)
 def test_sample_bundle_passes_intake(example: Path, tmp_path: Path) -> None:
     result = intake(_package(example, tmp_path / "dist"), tmp_path / "work", load_challenge("tiny"))
-    assert result.ok, [f.one_line() for f in result.findings]
+    assert result.ok and not result.findings, [f.one_line() for f in result.findings]
     assert result.manifest is not None and result.manifest.engine.kind == "baseline"
 
 
+@pytest.mark.fires("bundle.challenge-mismatch", "bundle.model-pin")
 def test_bundle_for_another_challenge_is_rejected(example: Path, tmp_path: Path) -> None:
     bundle = _package(example, tmp_path / "dist")
     result = intake(bundle, tmp_path / "work", load_challenge("fast-gemma"))

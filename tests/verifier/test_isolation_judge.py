@@ -32,6 +32,7 @@ PROBE = {
 }
 
 
+@pytest.mark.quiet("integrity.isolation")
 def test_closed_sandbox_passes_with_probe_evidence() -> None:
     status, summary, details, findings = judge_isolation(
         CLOSED, PROBE, [Path("/data/heldout.jsonl")]
@@ -49,6 +50,7 @@ def _mutate(path: list[str], value: Any) -> dict[str, Any]:
     return desc
 
 
+@pytest.mark.fires("integrity.isolation")
 @pytest.mark.parametrize(
     ("path", "value", "words"),
     [

@@ -14,7 +14,6 @@ import pytest
 from schemas.challenge import load_challenge
 from verifier.runtime import (
     CHECK_ID,
-    UNOBSERVED_ID,
     Observation,
     acceptance_rate,
     compare,
@@ -107,15 +106,18 @@ def test_counters_are_read_from_prometheus_text_and_created_samples_ignored() ->
 # --- honest runs stay quiet ---------------------------------------------------------------
 
 
+@pytest.mark.quiet("engine.runtime-mismatch")
 def test_an_honest_run_has_no_finding(tiny: Any) -> None:
     assert compare(honest_observation(), HONEST, tiny, harness_generated_tokens=768) == []
 
 
+@pytest.mark.quiet("engine.runtime-mismatch")
 def test_a_frozen_value_equal_to_vllms_default_need_not_show(tiny: Any) -> None:
-    frozen = {**HONEST, "GPU_MEMORY_UTILIZATION": 0.9, "MAX_LOGPROBS": 20, "SEED": 0}
+    frozen = {**HONEST, "GPU_MEMORY_UTILIZATION": 0.92, "MAX_LOGPROBS": 20, "SEED": 0}
     assert compare_args(frozen, HONEST_ARGS, tiny) == []
 
 
+@pytest.mark.quiet("engine.runtime-mismatch")
 @pytest.mark.parametrize(
     ("frozen", "seen"),
     [
@@ -145,12 +147,14 @@ def test_knobs_read_back_the_way_vllm_spells_them(
 # --- mismatches fire ----------------------------------------------------------------------
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_a_frozen_knob_that_did_not_take_effect_is_a_mismatch(tiny: Any) -> None:
     findings = compare_args({**HONEST, "MAX_NUM_SEQS": 2}, HONEST_ARGS, tiny)
     assert ids(findings) == [CHECK_ID]
     assert "MAX_NUM_SEQS=2 was frozen but did not take effect" in findings[0].message
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_a_launch_that_overrides_a_frozen_knob_is_a_mismatch(tiny: Any) -> None:
     seen = {**HONEST_ARGS, "max_num_seqs": 64}
     findings = compare_args({**HONEST, "MAX_NUM_SEQS": 2}, seen, tiny)
@@ -158,6 +162,7 @@ def test_a_launch_that_overrides_a_frozen_knob_is_a_mismatch(tiny: Any) -> None:
     assert "max_num_seqs=64" in findings[0].message
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_an_unlisted_setting_is_a_mismatch_and_a_forbidden_one_names_its_rule(tiny: Any) -> None:
     seen = {**HONEST_ARGS, "logprobs_mode": "raw_logits"}
     findings = compare_args(HONEST, seen, tiny)
@@ -165,23 +170,27 @@ def test_an_unlisted_setting_is_a_mismatch_and_a_forbidden_one_names_its_rule(ti
     assert all(f.where == "runtime" for f in findings)
 
 
+@pytest.mark.quiet("engine.runtime-mismatch")
 def test_a_forbidden_setting_already_frozen_is_left_to_intake(tiny: Any) -> None:
     frozen = {**HONEST, "LOGPROBS_MODE": "raw_logits"}
     seen = {**HONEST_ARGS, "logprobs_mode": "raw_logits"}
     assert compare_args(frozen, seen, tiny) == []
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_a_sliding_window_that_did_not_arrive_is_a_mismatch(tiny: Any) -> None:
     seen = {**HONEST_ARGS, "hf_overrides": {"sliding_window": 64}}
     assert ids(compare_args({**HONEST, "SLIDING_WINDOW": 8}, seen, tiny)) == [CHECK_ID]
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_a_changed_speculative_setting_is_a_mismatch(tiny: Any) -> None:
     frozen = {**HONEST, "SPECULATIVE_CONFIG": {"method": "ngram", "num_speculative_tokens": 3}}
     seen = {**HONEST_ARGS, "speculative_config": {"method": "ngram", "num_speculative_tokens": 9}}
     assert ids(compare_args(frozen, seen, tiny)) == [CHECK_ID]
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_max_model_len_from_v1_models_must_match_the_frozen_knob(tiny: Any) -> None:
     frozen = {**HONEST, "MAX_MODEL_LEN": 512}
     obs = honest_observation(
@@ -197,6 +206,7 @@ def test_max_model_len_from_v1_models_must_match_the_frozen_knob(tiny: Any) -> N
     assert ids(findings) == [CHECK_ID] and "max_model_len 4096" in findings[0].message
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_tokens_vllm_never_generated_are_a_mismatch(tiny: Any) -> None:
     obs = honest_observation(counters={"generation_tokens": 300.0})
     findings = compare(obs, HONEST, tiny, harness_generated_tokens=768)
@@ -205,23 +215,29 @@ def test_tokens_vllm_never_generated_are_a_mismatch(tiny: Any) -> None:
     assert compare(obs, HONEST, tiny, harness_generated_tokens=300) == []
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_two_different_argument_lines_are_a_mismatch(tiny: Any) -> None:
     forged = {**HONEST_ARGS, "max_num_seqs": 2}
     obs = honest_observation(non_default_args=[dict(HONEST_ARGS), forged])
     assert CHECK_ID in ids(compare(obs, HONEST, tiny))
 
 
+@pytest.mark.fires("engine.runtime-mismatch")
 def test_another_vllm_version_than_the_base_image_holds_is_a_mismatch(tiny: Any) -> None:
     obs = honest_observation(version="0.31.0")
     assert ids(compare(obs, HONEST, tiny, expected_version="0.32.0")) == [CHECK_ID]
     assert compare(honest_observation(), HONEST, tiny, expected_version="0.32.0") == []
 
 
-def test_missing_evidence_is_a_warning_never_an_error(tiny: Any) -> None:
+@pytest.mark.quiet("engine.runtime-mismatch")
+def test_missing_evidence_is_no_finding_but_the_record_says_what_was_not_compared(
+    tiny: Any,
+) -> None:
     obs = Observation(version="0.32.0", models=None, non_default_args=[], counters=None)
-    findings = compare(obs, HONEST, tiny, harness_generated_tokens=768)
-    assert ids(findings) == [UNOBSERVED_ID, UNOBSERVED_ID]
-    assert all(f.severity == "warning" for f in findings)
+    assert compare(obs, HONEST, tiny, harness_generated_tokens=768) == []
+    unobserved = record(obs)["unobserved"]
+    assert set(unobserved) == {"non-default args", "vllm:generation_tokens_total"}
+    assert "unobserved" not in record(honest_observation())
 
 
 # --- what the report records ----------------------------------------------------------------

@@ -11,14 +11,7 @@ from verifier.verdict import decide, missing_checks, one_line_reason, required_c
 
 ALL_PASS = [
     CheckResult(i, "pass", "ok")
-    for i in (
-        "ppl.cap",
-        "integrity.same-path",
-        "integrity.greedy-identity",
-        "integrity.lengths",
-        "integrity.caching",
-        "integrity.isolation",
-    )
+    for i in sorted(required_checks(load_challenge("tiny"), reported_tps=None))
 ]
 
 
@@ -88,3 +81,37 @@ def test_reason_is_the_first_error_or_the_failure() -> None:
     assert one_line_reason("REJECTED", findings, None) == "PPL 2.4370 > cap 2.4150"
     assert one_line_reason("FAILED", [], "engine crashed\nmore") == "engine crashed"
     assert "A100" in one_line_reason("UNOFFICIAL", findings[:1], None)
+
+
+def test_the_required_checks_are_the_enabled_ones_plus_the_cap_and_stability() -> None:
+    tiny = required_checks(load_challenge("tiny"), reported_tps=None)
+    assert tiny == {
+        "ppl.cap",
+        "tps.unstable",
+        "tps.prompt-mismatch",
+        "integrity.reference-decode",
+        "ppl.reference-mismatch",
+        "integrity.same-path",
+        "integrity.lengths",
+        "integrity.caching",
+        "integrity.isolation",
+    }
+
+
+def test_an_unstable_measurement_is_failed_not_rejected() -> None:
+    unstable = Finding("tps.unstable", "error", "CV 0.71 > 0.15")
+    assert verdict(findings=[unstable]) == "FAILED"
+
+
+def test_a_finding_the_catalog_calls_a_warning_does_not_reject() -> None:
+    stale = Finding("bundle.challenge-version", "warning", "frozen for 2026.0")
+    assert verdict(findings=[stale]) == "VERIFIED"
+
+
+def test_a_broken_rule_stands_even_when_the_measurement_was_unstable() -> None:
+    """A replaying engine makes later trials fast (unstable) and is caught replaying."""
+    unstable = CheckResult("tps.unstable", "error", "CV 0.9 > 0.15")
+    caching = CheckResult("integrity.caching", "fail", "repeats ran 40x faster")
+    assert verdict(checks=[*ALL_PASS, unstable, caching]) == "REJECTED"
+    assert verdict(checks=[*ALL_PASS, unstable]) == "FAILED"
+    assert verdict(failed=True, checks=[*ALL_PASS, caching]) == "FAILED"

@@ -2,7 +2,9 @@
 
 The honest baseline ends VERIFIED on the tiny challenge (whose hardware is a CPU); the
 same bundle under the fast-gemma hardware rule on a machine without an A10G ends
-UNOFFICIAL; each adversarial engine ends with its expected verdict and finding id.
+UNOFFICIAL; each adversarial engine (``engines/adversarial.py``), cheats that know how
+they are judged included, ends with its expected verdict and finding ids, judged by the
+verifier's own reference model after the engine has stopped.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from schemas.challenge import load_challenge
 from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
 from verifier.runners.local_docker import LocalDockerRunner
-from verifier.runners.process import ProcessRunner
+from verifier.runners.process import reference_runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -70,7 +72,7 @@ def run_verify(
         out_dir=out,
         key=key,
         reported_tps=reported_tps,
-        reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
+        reference=reference_runner,
     )
     return verify(req).report
 
@@ -100,13 +102,19 @@ def test_honest_baseline_is_verified_with_every_check_green(
     statuses = {c["id"]: c["status"] for c in report["checks"]}
     for check in (
         "ppl.cap",
+        "tps.unstable",
+        "tps.prompt-mismatch",
+        "integrity.reference-decode",
+        "ppl.reference-mismatch",
         "integrity.same-path",
         "integrity.lengths",
         "integrity.caching",
         "integrity.isolation",
-        "integrity.greedy-identity",
     ):
         assert statuses.get(check) == "pass", (check, statuses)
+    assert set(report["seeds"]) == {"plan", "sample"}
+    decode = next(c for c in report["checks"] if c["id"] == "integrity.reference-decode")
+    assert decode["details"]["sample_seed"] == report["seeds"]["sample"]
     ppl = report["metrics"]["ppl"]
     assert ppl["value"] <= ppl["cap"]
     assert report["metrics"]["tps"]["median"] > 0
@@ -122,11 +130,10 @@ def test_tampered_report_fails_signature_check(
     cli = [sys.executable, "-m", "podium.cli.app", "report", "verify"]
     ok = subprocess.run([*cli, str(path), "--pubkey", str(pub)], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    data = bytearray(path.read_bytes())
-    i = data.index(b'"verdict": "VERIFIED"') + len(b'"verdict": "')
-    data[i] = ord("X")  # one byte
+    doc = json.loads(path.read_text())
+    doc["metrics"]["tps"]["median"] *= 1.5  # a schema-valid number: only the signature can tell
     bad = tmp_path / "tampered.json"
-    bad.write_bytes(bytes(data))
+    bad.write_text(json.dumps(doc))
     out = subprocess.run([*cli, str(bad), "--pubkey", str(pub)], capture_output=True, text=True)
     assert out.returncode == 1
 
@@ -145,33 +152,52 @@ def test_off_spec_hardware_is_unofficial_never_verified(tmp_path: Path) -> None:
     assert report["environment"]["official_hardware"] is False
 
 
-ADVERSARIES = [
-    ("InflatedUsage", {}, "REJECTED", "tps.usage-mismatch"),
-    ("PositiveLogprobs", {}, "REJECTED", "ppl.logprob-positive"),
-    ("SwitchPath", {}, "REJECTED", "integrity.same-path"),
-    ("EarlyStop", {}, "REJECTED", "integrity.lengths"),
-    ("Degraded", {}, "REJECTED", "ppl.cap"),
-    ("CachedReplies", {}, "REJECTED", "integrity.caching"),
-    ("Crash", {"ADVERSARY_AFTER": "4"}, "FAILED", None),
-    ("Hang", {"ADVERSARY_AFTER": "4"}, "FAILED", None),
+ADVERSARIES: list[tuple[str, dict[str, str], str, tuple[str, ...]]] = [
+    ("InflatedUsage", {}, "REJECTED", ("tps.usage-mismatch",)),
+    ("PositiveLogprobs", {}, "REJECTED", ("ppl.logprob-positive",)),
+    ("SwitchPath", {}, "REJECTED", ("integrity.reference-decode", "integrity.same-path")),
+    ("EarlyStop", {}, "REJECTED", ("integrity.lengths",)),
+    ("Degraded", {}, "REJECTED", ("ppl.cap",)),
+    ("CachedReplies", {}, "REJECTED", ("integrity.caching",)),
+    ("ScaledLogprobs", {}, "REJECTED", ("ppl.reference-mismatch",)),
+    ("ForgedChat", {}, "REJECTED", ("integrity.reference-decode", "integrity.same-path")),
+    (
+        "ForgedPromptReplay",
+        {},
+        "REJECTED",
+        ("tps.prompt-mismatch", "integrity.reference-decode"),
+    ),
+    (
+        "ForgedPromptReplay",
+        {"ADVERSARY_HONEST_IDS": "1"},
+        "REJECTED",
+        ("integrity.reference-decode",),
+    ),
+    ("GarbageTail", {}, "REJECTED", ("integrity.reference-decode",)),
+    ("HonestUntilScored", {}, "REJECTED", ("integrity.reference-decode",)),
+    ("SometimesCheap", {}, "REJECTED", ("integrity.reference-decode",)),
+    ("Crash", {"ADVERSARY_AFTER": "4"}, "FAILED", ()),
+    ("Hang", {"ADVERSARY_AFTER": "4"}, "FAILED", ()),
 ]
 
 
 @pytest.mark.parametrize(
-    ("name", "env", "verdict", "finding"), ADVERSARIES, ids=[a[0] for a in ADVERSARIES]
+    ("name", "env", "verdict", "expected"),
+    ADVERSARIES,
+    ids=[a[0] + ("-honest-ids" if a[1].get("ADVERSARY_HONEST_IDS") else "") for a in ADVERSARIES],
 )
 def test_adversarial_engine_gets_expected_verdict(
-    tmp_path: Path, name: str, env: dict[str, str], verdict: str, finding: str | None
+    tmp_path: Path, name: str, env: dict[str, str], verdict: str, expected: tuple[str, ...]
 ) -> None:
     bundle = make_bundle(
         tmp_path, name.lower(), {"ENGINE_CLASS": f"engines.adversarial:{name}", **env}
     )
     report = run_verify(bundle, tmp_path / "out")
     assert report["verdict"] == verdict, (report["findings"], report["failure"])
-    if finding is not None:
-        assert finding in finding_ids(report), report["findings"]
-    else:
-        assert report["failure"]["stage"] in ("ppl", "tps", "integrity")
+    found = finding_ids(report)
+    assert set(expected) <= found, report["findings"]
+    if not expected:
+        assert report["failure"]["stage"] in ("evaluation", "ready")
         assert report["failure"]["log_tail"]
 
 

@@ -18,37 +18,42 @@ from schemas.findings import Finding
 from schemas.report import CheckResult
 from verifier.harness.client import EngineClient
 from verifier.harness.ppl import PplResult
-from verifier.harness.tps import Prompt, Tokenize, TpsResult
+from verifier.harness.probes import Evidence
+from verifier.harness.tps import TpsResult
 
 
 @dataclass
 class CheckContext:
     """Everything a check may look at. Members a phase does not have are ``None``.
 
-    ``client`` / ``model`` reach the participant's engine while it runs; ``reference`` /
-    ``reference_model`` reach the verifier's own reference engine, which runs only after
-    the participant's engine has stopped. ``extra`` carries inputs of checks written
-    elsewhere (isolation, environment) without widening this class for each.
+    Evaluation-phase checks read what the evaluation recorded (``tps``, ``ppl``,
+    ``evidence``) and send nothing. Reference-phase checks also reach the verifier's own
+    reference engine (``reference`` / ``reference_model``), which runs only after the
+    participant's engine has stopped; they draw their samples from ``sample_seed``, made
+    fresh once the trials have ended. ``scores`` caches the reference's teacher-forced
+    scoring of timed answers (by ``record_key``) so two checks never ask twice.
     """
 
     spec: ChallengeSpec
-    client: EngineClient | None = None
-    model: str | None = None
     tps: TpsResult | None = None
     ppl: PplResult | None = None
+    evidence: Evidence | None = None
+    ppl_records: Sequence[dict[str, Any]] = ()
     reported_tps: float | None = None
-    heldout_prompts: Sequence[Prompt] = ()
     eos_token_ids: Sequence[int] = ()
-    tokenize: Tokenize | None = None
-    greedy_sample: Any = None  # verifier.checks.greedy_identity.GreedySample
+    vocab_size: int | None = None
     reference: EngineClient | None = None
     reference_model: str | None = None
+    sample_seed: int | None = None
+    scores: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class CheckOutcome:
-    result: CheckResult
+    """A check's result (None for ids that only ever raise findings) and its findings."""
+
+    result: CheckResult | None
     findings: list[Finding] = field(default_factory=list)
 
 
@@ -80,10 +85,18 @@ def failed(
     return CheckOutcome(CheckResult(check_id, "fail", summary, details), [finding, *extra])
 
 
+def unreliable(
+    check_id: str, summary: str, details: dict[str, Any] | None = None, *, hint: str | None = None
+) -> CheckOutcome:
+    """An ``error`` result: the measurement itself is not good enough to judge (FAILED)."""
+    finding = Finding(check_id, "error", summary, hint=hint)
+    return CheckOutcome(CheckResult(check_id, "error", summary, details), [finding])
+
+
 def enabled(spec: ChallengeSpec, name: str) -> dict[str, Any] | None:
     """The check's settings from the spec, or None when the spec disables or omits it."""
     settings = spec.check(name)
-    return settings if settings.get("enabled", True) else None
+    return settings if settings.get("enabled") else None
 
 
 def percent(x: float) -> str:

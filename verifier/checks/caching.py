@@ -1,28 +1,32 @@
 """``integrity.caching``: a repeated prompt must not be markedly faster (MLPerf TEST04).
 
-An engine that replays answers it has seen (during warm-up, or a pre-cache of the
-public prompts) is fast on repeats and would be fast on a benchmark it has memorised.
-The check makes ``repeats + 1`` fresh prompts (held-out prompts made unique with a
-marker drawn from the spec's seed, so no earlier request of the run can have cached
-them), sends the first one, then alternates: the first one again, a new fresh one, and so
-on ``repeats`` times, one request at a time. Interleaving puts repeats and fresh requests
-in the same moments, so a machine that slows down for a while slows both alike.
+An engine that replays answers it has given (or memorised) is fast on repeats, and the
+timed stream itself is full of them: every trial after the first sends the first one's
+prompts again. So the check needs no phase of its own. Among the timed requests of the
+repeating trials, the plan places ``controls`` prompts the stream has never carried, in
+the shape of timed requests (``verifier.harness.probes``). Each control is compared
+with its neighbours: the timed request answered just before it and the one sent just
+after it, both repeats. A machine that slows down for a while slows a control and its
+neighbours alike, so the comparison is local:
 
-    speedup = median(time per token, fresh) / median(time per token, repeats)
+    ratio(control) = time per token of the control / mean time per token of its neighbours
+    speedup = median of the ratios
 
 ``speedup > max_speedup`` fails. Time per token (latency / generated tokens) keeps an
-early stop from looking like a fast answer. A prefix cache legitimately saves the
-repeats' prefill, which is why the bound is a ratio well above 1 and ``max_tokens`` is
-set for the check in the spec; replayed answers are typically many times faster.
-Token-id prompts cannot be made unique safely and are sent as they are.
+early stop from looking like a fast answer. A prefix cache legitimately saves a repeat's
+prefill, which is why the bound is a ratio above 1; replayed answers are many times
+faster. An engine that recognises the controls gains nothing: it would have to make the
+*repeats* slow to pass, which is the honest engine's behaviour. At concurrency above 1
+the controls run alone (in a pause of the timed stream), so they are if anything faster
+per token than the repeats they are compared with: the comparison never favours a cheat.
 """
 
 from __future__ import annotations
 
-import random
 import statistics
 from typing import Any
 
+from schemas.check_ids import INTEGRITY_CACHING
 from verifier.checks.base import (
     CheckContext,
     CheckOutcome,
@@ -32,86 +36,72 @@ from verifier.checks.base import (
     passed,
     skipped,
 )
-from verifier.harness.client import Reply
-from verifier.harness.tps import workload_body
+from verifier.harness.tps import RequestRecord
 
-CHECK_ID = "integrity.caching"
-MIN_FRESH = 3
+CHECK_ID = INTEGRITY_CACHING
 
 
-def make_fresh(prompt: Any, marker: str) -> Any:
-    """The prompt with a unique marker in front of its (first user) text."""
-    if isinstance(prompt, str):
-        return f"({marker}) {prompt}"
-    if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):
-        out = [dict(m) for m in prompt]
-        for message in out:
-            if message.get("role") == "user" and isinstance(message.get("content"), str):
-                message["content"] = f"({marker}) {message['content']}"
-                break
-        return out
-    return prompt
+def repeats_of(records: list[RequestRecord]) -> list[RequestRecord]:
+    """Timed answers whose prompt an earlier request of the stream already carried."""
+    seen: set[str] = set()
+    out: list[RequestRecord] = []
+    for record in sorted(records, key=lambda r: (r.trial, r.pass_index, r.position)):
+        if record.prompt_id in seen:
+            out.append(record)
+        seen.add(record.prompt_id)
+    return out
 
 
-def per_token(reply: Reply) -> float:
-    tokens = len(reply.token_ids) if reply.token_ids is not None else 0
-    return reply.latency_s / max(1, tokens)
+def per_token(latency_s: float, tokens: int) -> float:
+    return latency_s / max(1, tokens)
 
 
 async def caching(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "caching")
     if settings is None:
         return disabled(CHECK_ID)
-    if ctx.client is None or ctx.model is None or not ctx.heldout_prompts:
-        return skipped(CHECK_ID, "no held-out prompts, or the engine is not reachable")
-    repeats = int(settings.get("repeats", 3))
-    max_speedup = float(settings.get("max_speedup", 1.5))
-    max_tokens = int(settings.get("max_tokens", ctx.spec.tps.max_tokens))
-    rng = random.Random(f"{ctx.spec.tps.seed}:caching")
-    prompts = list(ctx.heldout_prompts)
-    n_fresh = min(max(repeats + 1, MIN_FRESH), len(prompts))
-    chosen = rng.sample(prompts, n_fresh)
-    bodies = [
-        workload_body(
-            ctx.spec,
-            ctx.model,
-            make_fresh(p["prompt"], f"{rng.getrandbits(48):012x}"),
-            max_tokens=max_tokens,
+    if ctx.tps is None or ctx.evidence is None:
+        return skipped(CHECK_ID, "no timed run")
+    controls = ctx.evidence.controls
+    if not controls:
+        return skipped(
+            CHECK_ID,
+            "the timed stream repeats no prompt, so there is no replay to look for",
         )
-        for p in chosen
-    ]
-    fresh: list[float] = []
-    repeated: list[float] = []
-    first = await ctx.client.post(ctx.spec.tps.endpoint, bodies[0], "caching check, fresh #0")
-    fresh.append(per_token(first))
-    others = iter(enumerate(bodies[1:], start=1))
-    for i in range(repeats):
-        reply = await ctx.client.post(
-            ctx.spec.tps.endpoint, bodies[0], f"caching check, repeat #{i}"
+    repeats = {(r.trial, r.position): r for r in repeats_of(ctx.tps.records) if r.pass_index == 0}
+    max_speedup = float(settings["max_speedup"])
+    pairs: list[dict[str, Any]] = []
+    for control in controls:
+        around = [
+            repeats[(control.trial, p)]
+            for p in (control.position - 1, control.position)
+            if (control.trial, p) in repeats
+        ]
+        if not around:
+            continue
+        mean = statistics.fmean(per_token(r.latency_s, r.counted_tokens) for r in around)
+        pairs.append(
+            {
+                "control": control.prompt_id,
+                "trial": control.trial,
+                "position": control.position,
+                "control_s_per_token": control.s_per_token,
+                "neighbours_s_per_token": mean,
+                "ratio": control.s_per_token / mean if mean > 0 else float("inf"),
+            }
         )
-        repeated.append(per_token(reply))
-        nxt = next(others, None)
-        if nxt is not None:
-            j, body = nxt
-            reply = await ctx.client.post(ctx.spec.tps.endpoint, body, f"caching check, fresh #{j}")
-            fresh.append(per_token(reply))
-    for j, body in others:
-        reply = await ctx.client.post(ctx.spec.tps.endpoint, body, f"caching check, fresh #{j}")
-        fresh.append(per_token(reply))
-    fresh_median = statistics.median(fresh)
-    repeat_median = statistics.median(repeated) if repeated else fresh_median
-    speedup = fresh_median / repeat_median if repeat_median > 0 else float("inf")
-    details = {
+    if not pairs:
+        return skipped(CHECK_ID, "no control has a repeated timed request beside it")
+    speedup = statistics.median(p["ratio"] for p in pairs)
+    details: dict[str, Any] = {
         "speedup": speedup,
         "max_speedup": max_speedup,
-        "fresh_s_per_token": fresh,
-        "repeat_s_per_token": repeated,
-        "max_tokens": max_tokens,
-        "repeats": repeats,
+        "controls": len(pairs),
+        "pairs": pairs,
     }
     text = (
-        f"repeated prompts ran {speedup:.2f}x the speed of fresh ones "
-        f"(limit {max_speedup:.2f}x; {len(fresh)} fresh, {len(repeated)} repeats)"
+        f"repeated prompts ran {speedup:.2f}x the speed of fresh ones beside them "
+        f"(median of {len(pairs)} controls; limit {max_speedup:.2f}x)"
     )
     if speedup > max_speedup:
         return failed(

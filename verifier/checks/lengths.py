@@ -18,13 +18,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from schemas.check_ids import INTEGRITY_LENGTHS, TPS_USAGE_MISMATCH
 from schemas.findings import Finding
 from verifier.checks.base import CheckContext, CheckOutcome, disabled, enabled, failed, passed
 from verifier.checks.base import skipped as skip
 from verifier.harness.tps import RequestRecord
 
-CHECK_ID = "integrity.lengths"
-USAGE_MISMATCH = "tps.usage-mismatch"
+CHECK_ID = INTEGRITY_LENGTHS
+USAGE_MISMATCH = TPS_USAGE_MISMATCH
 
 
 def trailing_eos(ids: Sequence[int], eos: set[int]) -> int:

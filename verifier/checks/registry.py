@@ -1,7 +1,10 @@
 """The one place where check ids meet the functions that run them.
 
-Ids are stable: reports, tests and users match on them. ``ENGINE_PHASE`` runs while the
-participant's engine is up (after the TPS stage: some of these send requests);
+Every id is declared once, with its phase, severity, effect and meaning, in
+``schemas.check_ids``; this module says which function computes each id that is
+computed by a check (the rest are findings raised by the stages themselves: intake,
+environment, rebuild, the PPL scorer). ``EVALUATION_PHASE`` runs once the participant's
+engine has answered everything (it sends nothing: it reads what was recorded);
 ``REFERENCE_PHASE`` runs against the verifier's reference engine after the participant's
 engine has stopped. A check that raises ``EngineError`` becomes an ``error`` result
 ("could not evaluate"), never a pass.
@@ -12,27 +15,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from podium.errors import EngineError, UsageError
+from schemas import check_ids as ids
 from schemas.report import CheckResult
-from verifier.checks import caching, greedy_identity, lengths, results, same_path
+from verifier.checks import caching, lengths, prompts, reference, results, same_path
 from verifier.checks.base import CheckContext, CheckFn, CheckOutcome
 
-CHECKS: dict[str, CheckFn] = {
-    results.PPL_CAP: results.ppl_cap,
-    results.REPRODUCTION: results.tps_reproduction,
-    lengths.CHECK_ID: lengths.lengths,
-    same_path.CHECK_ID: same_path.same_path,
-    caching.CHECK_ID: caching.caching,
-    greedy_identity.CHECK_ID: greedy_identity.compare,
-}
-
-ENGINE_PHASE: tuple[str, ...] = (
-    results.PPL_CAP,
-    results.REPRODUCTION,
-    lengths.CHECK_ID,
-    same_path.CHECK_ID,
-    caching.CHECK_ID,
+#: (id, function), in the order they run; a findings-only function returns no result
+_EVALUATION: tuple[tuple[str, CheckFn], ...] = (
+    (ids.PPL_CAP, results.ppl_cap),
+    (ids.TPS_REPRODUCTION, results.tps_reproduction),
+    (ids.TPS_UNSTABLE, results.tps_unstable),
+    (ids.TPS_PROMPT_MISMATCH, prompts.prompt_mismatch),
+    (ids.TPS_TOKEN_INVALID, prompts.token_invalid),
+    (ids.INTEGRITY_LENGTHS, lengths.lengths),
+    (ids.INTEGRITY_CACHING, caching.caching),
+    (ids.PPL_RANK_MISMATCH, same_path.probe_ranks),
 )
-REFERENCE_PHASE: tuple[str, ...] = (greedy_identity.CHECK_ID,)
+_REFERENCE: tuple[tuple[str, CheckFn], ...] = (
+    (ids.INTEGRITY_REFERENCE_DECODE, reference.reference_decode),
+    (ids.PPL_REFERENCE_MISMATCH, reference.reference_ppl),
+    (ids.INTEGRITY_SAME_PATH, same_path.same_path),
+)
+
+CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _REFERENCE)
+EVALUATION_PHASE: tuple[str, ...] = tuple(i for i, _ in _EVALUATION)
+REFERENCE_PHASE: tuple[str, ...] = tuple(i for i, _ in _REFERENCE)
 
 
 def get(check_id: str) -> CheckFn:
@@ -55,5 +62,5 @@ async def run_check(check_id: str, ctx: CheckContext) -> CheckOutcome:
 
 
 async def run_checks(check_ids: Iterable[str], ctx: CheckContext) -> list[CheckOutcome]:
-    """Run checks one after another (some send requests; they must not overlap)."""
+    """Run checks one after another (reference checks send requests; they must not overlap)."""
     return [await run_check(check_id, ctx) for check_id in check_ids]

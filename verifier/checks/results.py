@@ -1,12 +1,13 @@
-"""Checks on measured numbers alone: ``ppl.cap`` and ``tps.reproduction``.
+"""Checks on measured numbers alone: ``ppl.cap``, ``tps.reproduction``, ``tps.unstable``.
 
-Neither sends a request; both read what the PPL and TPS stages measured.
+None sends a request; each reads what the evaluation measured.
 """
 
 from __future__ import annotations
 
 import math
 
+from schemas.check_ids import PPL_CAP, TPS_REPRODUCTION, TPS_UNSTABLE
 from verifier.checks.base import (
     CheckContext,
     CheckOutcome,
@@ -15,10 +16,10 @@ from verifier.checks.base import (
     passed,
     percent,
     skipped,
+    unreliable,
 )
 
-PPL_CAP = "ppl.cap"
-REPRODUCTION = "tps.reproduction"
+REPRODUCTION = TPS_REPRODUCTION
 
 
 async def ppl_cap(ctx: CheckContext) -> CheckOutcome:
@@ -80,3 +81,21 @@ async def tps_reproduction(ctx: CheckContext) -> CheckOutcome:
             hint="report the TPS your engine reaches on unseen prompts, not on the public set",
         )
     return passed(REPRODUCTION, text, details)
+
+
+async def tps_unstable(ctx: CheckContext) -> CheckOutcome:
+    """The trials must agree (CV <= ``tps.max_cv``), after extra trials if need be."""
+    if ctx.tps is None or ctx.tps.stability is None:
+        return skipped(TPS_UNSTABLE, "no TPS was measured")
+    st = ctx.tps.stability
+    details = {**st.to_dict(), "trials": [t.tps for t in ctx.tps.trials]}
+    if not st.stable:
+        return unreliable(
+            TPS_UNSTABLE,
+            f"the TPS is not reliable: {st.why} (TPS per trial "
+            + ", ".join(f"{t.tps:.1f}" for t in ctx.tps.trials)
+            + ")",
+            details,
+            hint="re-run on a quiet machine; if it persists, the engine's own speed varies",
+        )
+    return passed(TPS_UNSTABLE, f"the trials agree: {st.why}", details)

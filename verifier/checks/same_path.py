@@ -1,21 +1,32 @@
-"""``integrity.same-path``: the timed decode is the argmax of the engine's own scoring.
+"""``integrity.same-path``: the engine's own scoring of its timed answers agrees with them.
 
 An engine once switched a layer only when ``prompt_logprobs`` was asked, so the PPL
-stage saw the full model while decoding ran a cheaper one. Under greedy sampling every
-generated token must be the argmax of the engine's teacher-forced distribution at its
-position. For a sample of timed requests (``sample``, chosen with the spec's seed), the
-harness sends prompt ids + generated ids back as one token-id prompt with
-``prompt_logprobs: 1`` (the actual token is always listed, and the rank-1 entry is the
-top) and counts generated tokens that are the top, or tie with it within
-``tie_tolerance``. The fraction must be at least ``min_fraction``.
+stage saw the full model while decoding ran a cheaper one. Probes placed among the
+timed requests, in exactly the shape of PPL records (``verifier.harness.probes``), ask
+the engine to score some of its own timed answers teacher-forced. Judged after the
+engine has stopped, at each generated position:
+
+- by the values it returned (never its ``rank`` field: ``ppl.rank-mismatch`` reports a
+  rank that contradicts them), the generated token must be the engine's own top within
+  ``tie_tolerance``;
+- and the list must not leave out the reference model's top token (the verifier's view)
+  where the reference does not agree with the generated token within the reference
+  check's tie tolerance: an engine that lists only what it generated, labelled as the
+  top, does not pass by forging its own scoring.
+
+The agreeing fraction must be at least ``min_fraction``. This is a cheap first filter,
+not the proof: an engine that recognises the probes could answer them honestly, and the
+proof of honest decoding is ``integrity.reference-decode`` on the timed answers
+themselves. Without a reference engine (a self-check run without one) only the first
+condition is judged, and the summary says so.
 """
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
-from podium.errors import EngineError
+from schemas.check_ids import INTEGRITY_SAME_PATH, PPL_RANK_MISMATCH
+from schemas.findings import Finding
 from verifier.checks.base import (
     CheckContext,
     CheckOutcome,
@@ -26,39 +37,40 @@ from verifier.checks.base import (
     percent,
     skipped,
 )
-from verifier.harness.tps import RequestRecord
+from verifier.checks.reference import Position, reference_positions
+from verifier.harness.ppl import listed_values, rank_contradictions
+from verifier.harness.probes import SamePathProbe
 
-CHECK_ID = "integrity.same-path"
+CHECK_ID = INTEGRITY_SAME_PATH
 
 
-def top_entry(entry: dict[str, Any]) -> tuple[int, float] | None:
-    """(token id, logprob) of the rank-1 entry, else of the highest logprob listed."""
-    best: tuple[int, float] | None = None
-    for key, item in entry.items():
-        if not isinstance(item, dict) or not isinstance(item.get("logprob"), int | float):
-            continue
-        pair = (int(key), float(item["logprob"]))
-        if item.get("rank") == 1:
-            return pair
-        if best is None or pair[1] > best[1]:
-            best = pair
-    return best
+def self_top(entry: Any, token: int, tolerance: float) -> bool:
+    """By the listed values, is ``token`` the engine's top (within ``tolerance``)?"""
+    values = listed_values(entry)
+    if token not in values:
+        return False
+    return values[token] >= max(values.values()) - tolerance
+
+
+def lists_reference_top(entry: Any, ref: Position, ref_tolerance: float) -> bool:
+    if ref.gap <= ref_tolerance:
+        return True  # the reference agrees with the generated token: nothing is left out
+    return ref.top_token in listed_values(entry)
 
 
 def agreement(
-    positions: list[Any], start: int, generated: list[int], tolerance: float
+    probe: SamePathProbe,
+    tolerance: float,
+    reference: list[Position] | None,
+    ref_tolerance: float,
 ) -> tuple[int, int | None]:
-    """How many generated tokens are the (tie-tolerant) argmax; the first index that is not."""
+    """Agreeing positions of one probe, and the first that does not agree."""
     matches, first_miss = 0, None
-    for j, token in enumerate(generated):
-        entry = positions[start + j] if start + j < len(positions) else None
-        ok = False
-        if isinstance(entry, dict):
-            top = top_entry(entry)
-            item = entry.get(str(token))
-            own = item.get("logprob") if isinstance(item, dict) else None
-            if top is not None and isinstance(own, int | float):
-                ok = top[0] == token or float(own) >= top[1] - tolerance
+    for j, token in enumerate(probe.token_ids):
+        entry = probe.positions[j] if j < len(probe.positions) else None
+        ok = self_top(entry, token, tolerance)
+        if ok and reference is not None:
+            ok = lists_reference_top(entry, reference[j], ref_tolerance)
         if ok:
             matches += 1
         elif first_miss is None:
@@ -66,76 +78,55 @@ def agreement(
     return matches, first_miss
 
 
-def sample_records(records: list[RequestRecord], n: int, seed: int) -> list[RequestRecord]:
-    candidates = [r for r in records if r.token_ids]
-    rng = random.Random(f"{seed}:same-path")
-    return rng.sample(candidates, min(n, len(candidates)))
-
-
 async def same_path(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "same_path")
     if settings is None:
         return disabled(CHECK_ID)
-    if ctx.tps is None or ctx.client is None or ctx.model is None:
-        return skipped(CHECK_ID, "no timed run, or the engine is no longer reachable")
+    if ctx.evidence is None:
+        return skipped(CHECK_ID, "no timed run")
     if ctx.spec.tps.sampling.temperature > 0:
         return skipped(CHECK_ID, "the workload samples (temperature > 0): tokens are not argmax")
-    sample = sample_records(ctx.tps.records, int(settings.get("sample", 8)), ctx.spec.tps.seed)
-    usable = [r for r in sample if r.prompt_token_ids]
-    if not usable:
-        return skipped(
-            CHECK_ID,
-            f"the engine returned no prompt_token_ids for {ctx.spec.tps.endpoint} requests, "
-            "so the token-id prompt of the timed decode cannot be rebuilt",
-        )
-    tolerance = float(settings.get("tie_tolerance", 0.0))
-    minimum = float(settings.get("min_fraction", 1.0))
+    probes = ctx.evidence.same_path
+    if not probes:
+        return skipped(CHECK_ID, "no timed answer with token ids to probe")
+    tolerance = float(settings["tie_tolerance"])
+    minimum = float(settings["min_fraction"])
+    with_reference = ctx.reference is not None and ctx.reference_model is not None
+    ref_tolerance = float(ctx.spec.check("reference_decode").get("tie_tolerance", 0.0))
     total = matched = 0
-    per_request: list[dict[str, Any]] = []
-    for record in usable:
-        assert record.prompt_token_ids is not None and record.token_ids is not None
-        prompt = list(record.prompt_token_ids) + list(record.token_ids)
-        body = {
-            "model": ctx.model,
-            "prompt": prompt,
-            "max_tokens": 1,
-            "temperature": 0.0,
-            "prompt_logprobs": 1,
-            "add_special_tokens": False,
-        }
-        reply = await ctx.client.post(
-            "/v1/completions", body, f"same-path scoring of {record.prompt_id}"
-        )
-        if reply.prompt_logprobs is None:
-            raise EngineError(
-                "the engine answered a prompt_logprobs request without prompt_logprobs",
-                where=CHECK_ID,
+    rows: list[dict[str, Any]] = []
+    for probe in probes:
+        reference = None
+        if with_reference:
+            reference = await reference_positions(
+                ctx, probe.record, probe.prompt_ids, probe.token_ids
             )
-        start = len(record.prompt_token_ids)
-        ok, first_miss = agreement(reply.prompt_logprobs, start, record.token_ids, tolerance)
-        total += len(record.token_ids)
+        ok, first_miss = agreement(probe, tolerance, reference, ref_tolerance)
+        total += len(probe.token_ids)
         matched += ok
-        per_request.append(
+        rows.append(
             {
-                "prompt_id": record.prompt_id,
-                "trial": record.trial,
-                "tokens": len(record.token_ids),
-                "argmax": ok,
+                "record": probe.record,
+                "prompt_id": probe.prompt_id,
+                "tokens": len(probe.token_ids),
+                "agreed": ok,
                 "first_mismatch": first_miss,
             }
         )
-    fraction = matched / total if total else 0.0
+    fraction = matched / total if total else 1.0
     details = {
         "fraction": fraction,
         "min_fraction": minimum,
         "tie_tolerance": tolerance,
         "tokens": total,
-        "requests": per_request,
-        "skipped_without_prompt_ids": len(sample) - len(usable),
+        "with_reference": with_reference,
+        "probes": rows,
     }
     text = (
-        f"{percent(fraction)} of {total} sampled generated tokens are the argmax of the "
-        f"engine's own teacher-forced logprobs (required {percent(minimum)})"
+        f"{percent(fraction)} of {total} generated tokens in {len(rows)} probed answers are "
+        "the engine's own teacher-forced top by value"
+        + (", listing the reference's top" if with_reference else " (no reference: values only)")
+        + f" (required {percent(minimum)})"
     )
     if fraction < minimum:
         return failed(
@@ -145,3 +136,30 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
             hint="decode and scoring must run the same model: no path switched by prompt_logprobs",
         )
     return passed(CHECK_ID, text, details)
+
+
+async def probe_ranks(ctx: CheckContext) -> CheckOutcome:
+    """Findings only: ranks in the probes' answers that contradict their values."""
+    if ctx.evidence is None:
+        return CheckOutcome(None)
+    bad = [
+        (p.record, n)
+        for p in ctx.evidence.same_path
+        if (n := sum(rank_contradictions(e) for e in p.positions))
+    ]
+    if not bad:
+        return CheckOutcome(None)
+    record, n = bad[0]
+    return CheckOutcome(
+        None,
+        [
+            Finding(
+                PPL_RANK_MISMATCH,
+                "error",
+                f"{len(bad)} scored answers list tokens whose ranks contradict their logprobs "
+                f"(e.g. {record}: {n} pair(s))",
+                hint="report each token's rank as its place by logprob (1 = the highest)",
+                where=record,
+            )
+        ],
+    )

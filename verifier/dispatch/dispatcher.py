@@ -37,7 +37,6 @@ from verifier.queue.lease import LeaseKeeper
 from verifier.queue.request import Claim, QueueRequest
 from verifier.queue.stores.base import QueueStore, default_identity
 from verifier.report import write_report
-from verifier.runners.hf_jobs import HfJobsRunner
 from verifier.worker import Handled, conclude, conclude_failed
 
 Say = Callable[[str], None]
@@ -144,10 +143,11 @@ class Dispatcher:
                 VerifyRequest(
                     bundle=bundle,
                     spec=spec,
-                    runner=HfJobsRunner("http://unused"),
+                    runner=None,
                     out_dir=work,
                     reported_tps=req.doc["reported_tps"],
                     key=cfg.key,
+                    intake=opened,
                 )
             )
             return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say)

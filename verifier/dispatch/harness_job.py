@@ -49,7 +49,7 @@ def run_harness_job(
     facts: dict[str, Any] | None = None,
     print_line: Any = print,
 ) -> Outcome:
-    from verifier.runners.process import ProcessRunner
+    from verifier.runners.process import reference_runner
 
     url = os.path.expandvars(server_url)  # e.g. http://${HF_NETWORK_GROUP_PREFIX}engine:8000
     req = VerifyRequest(
@@ -60,7 +60,7 @@ def run_harness_job(
         reported_tps=reported_tps,
         heldout=heldout,
         key=key,
-        reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
+        reference=reference_runner,
     )
     outcome = verify(req)
     print_line(f"verdict {outcome.verdict}; report {outcome.report['report_id']}")

@@ -1,9 +1,11 @@
 """The harness's synchronous facade for the pipeline: one call per engine.
 
-``run_harness`` drives the participant's engine through ready → PPL → TPS (warm-up
-included) → integrity (the engine-phase checks, and the participant half of
-greedy-identity), recording each stage's time. ``compare_greedy_identity`` runs the
-reference half later, against the verifier's own engine. The harness never knows how
+``run_harness`` drives the participant's engine: ready → warm-up and the evaluation
+(the timed trials, with the PPL records and the probes placed among the timed requests
+by a fresh seeded plan) → the evaluation-phase checks, which send nothing and read what
+was recorded. ``judge_with_reference`` runs later, after the participant's engine has
+stopped: the verifier's own reference model re-scores a sample of the timed work drawn
+with a second fresh seed (``verifier.checks.reference``). The harness never knows how
 an engine was started; it only has its base URL (and, optionally, an ``is_alive``
 callable from the runner so a dead engine fails fast).
 
@@ -16,6 +18,9 @@ The whole evaluation is bounded by ``spec.limits.evaluation_s``.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import random
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,16 +30,22 @@ from podium.errors import EngineError, EngineTimeout
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.report import CheckResult, Failure, Stage
-from verifier.checks import greedy_identity, registry
+from verifier.checks import registry
 from verifier.checks.base import CheckContext, CheckOutcome
-from verifier.checks.greedy_identity import GreedySample
+from verifier.harness import plan as planning
 from verifier.harness.client import EngineClient
-from verifier.harness.ppl import PplResult, evaluate_ppl
-from verifier.harness.tps import Prompt, Tokenize, TpsResult, measure_tps
+from verifier.harness.ppl import PplResult, PplScorer, ppl_records_of
+from verifier.harness.probes import (
+    Evidence,
+    control_prompts,
+    record_key,
+    send_control,
+    send_same_path,
+)
+from verifier.harness.render import Renderer, out_of_vocabulary, render_prompt
+from verifier.harness.tps import Prompt, RequestRecord, Tokenize, TpsResult, measure_tps
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
-
-STAGES = ("ready", "ppl", "tps", "integrity")
 
 
 @dataclass
@@ -42,10 +53,11 @@ class HarnessResult:
     model: str | None = None
     ppl: PplResult | None = None
     tps: TpsResult | None = None
+    evidence: Evidence | None = None
+    ppl_records: list[dict[str, Any]] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     stages: list[Stage] = field(default_factory=list)
-    greedy_sample: GreedySample | None = None
     failure: Failure | None = None
     error: EngineError | None = None
 
@@ -58,8 +70,20 @@ class HarnessResult:
         }
 
     def add(self, outcome: CheckOutcome) -> None:
-        self.checks.append(outcome.result)
+        if outcome.result is not None:
+            self.checks.append(outcome.result)
         self.findings.extend(outcome.findings)
+
+    def context(self, spec: ChallengeSpec, **more: Any) -> CheckContext:
+        """What the checks read of this run."""
+        return CheckContext(
+            spec=spec,
+            tps=self.tps,
+            ppl=self.ppl,
+            evidence=self.evidence,
+            ppl_records=self.ppl_records,
+            **more,
+        )
 
 
 class _Stages:
@@ -106,6 +130,124 @@ class _Stages:
         self.result.error = exc
 
 
+class _Evaluation:
+    """The timed trials with the untimed requests placed among them by the plan."""
+
+    def __init__(
+        self,
+        client: EngineClient,
+        spec: ChallengeSpec,
+        model: str,
+        *,
+        heldout: Sequence[Prompt],
+        ppl_records: Sequence[dict[str, Any]],
+        renderer: Renderer,
+        seed: int,
+        progress: Progress | None,
+    ) -> None:
+        self.client, self.spec, self.model = client, spec, model
+        self.progress = progress
+        tps = spec.tps
+        self.timed = list(itertools.islice(itertools.cycle(heldout), tps.num_prompts))
+        distinct = len({str(p["id"]) for p in self.timed})
+        same_path = spec.check("same_path")
+        caching = spec.check("caching")
+        self.plan = planning.make_plan(
+            seed=seed,
+            trials=tps.trials,
+            requests_per_trial=tps.num_prompts,
+            distinct_prompts=distinct,
+            concurrency=tps.concurrency,
+            ppl_records=len(ppl_records),
+            same_path_probes=int(same_path["sample"]) if same_path.get("enabled") else 0,
+            controls_per_trial=int(caching["controls"]) if caching.get("enabled") else 0,
+        )
+        rng = random.Random(f"{seed}:controls")
+        self.controls = control_prompts(heldout, self.timed, self.plan.count(planning.CONTROL), rng)
+        self.probe_rng = random.Random(f"{seed}:same-path")
+        self.ppl_records = list(ppl_records)
+        self.scorer = PplScorer(spec, model=model)
+        self.evidence = Evidence(plan=self.plan.to_dict())
+        for prompt in [*heldout, *self.controls]:
+            self.evidence.rendered[str(prompt["id"])] = render_prompt(
+                renderer, prompt["prompt"], endpoint=tps.endpoint
+            )
+        self.vocab_size = renderer.vocab_size
+        self.records: list[RequestRecord] = []  # answers so far, for the same-path probes
+        self.pending_probes = 0
+        self.probed: set[str] = set()
+
+    def pauses(self, trial: int) -> set[int]:
+        return {p for (t, p) in self.plan.at if t == trial}
+
+    async def pause(self, trial: int, position: int) -> None:
+        for item in self.plan.items(trial, position):
+            if item.kind == planning.PPL:
+                await self.scorer.score(self.client, self.ppl_records[item.index])
+                if self.progress is not None:
+                    self.progress("ppl", len(self.scorer.scores), len(self.ppl_records))
+            elif item.kind == planning.CONTROL and item.index < len(self.controls):
+                self.evidence.controls.append(
+                    await send_control(
+                        self.client,
+                        self.spec,
+                        self.model,
+                        self.controls[item.index],
+                        trial=trial,
+                        position=position,
+                    )
+                )
+            elif item.kind == planning.SAME_PATH:
+                self.pending_probes += 1
+        await self._probe()
+
+    async def _probe(self) -> None:
+        """Send the probes due, each on an answer already given and not yet probed."""
+        while self.pending_probes:
+            pool = [  # never send the engine ids outside the vocabulary (tps.token-invalid)
+                r
+                for r in self.records
+                if r.token_ids
+                and record_key(r) not in self.probed
+                and not out_of_vocabulary(r.token_ids, self.vocab_size)
+            ]
+            if not pool:
+                return  # no answer yet: the probe waits for the next pause
+            record = self.probe_rng.choice(pool)
+            self.probed.add(record_key(record))
+            self.pending_probes -= 1
+            probe = await send_same_path(
+                self.client,
+                self.spec,
+                self.model,
+                record,
+                self.evidence.rendered[record.prompt_id],
+            )
+            self.evidence.same_path.append(probe)
+
+    async def run(
+        self, warmup: Sequence[Prompt], tokenize: Tokenize | None
+    ) -> tuple[TpsResult, PplResult]:
+        result = await measure_tps(
+            self.client,
+            self.spec,
+            self.timed,
+            model=self.model,
+            warmup_prompts=warmup,
+            tokenize=tokenize,
+            progress=self.progress,
+            pauses=self.pauses,
+            pause=self.pause,
+            on_record=self.records.append,
+        )
+        scored = {s.id for s in self.scorer.scores}
+        for record in self.ppl_records:  # the plan places every record; this is a safeguard
+            if str(record["id"]) not in scored:
+                await self.scorer.score(self.client, record)
+        await self._probe()  # probes still waiting for an answer go out last
+        return result, self.scorer.result(self.ppl_records)
+
+
 async def _harness(
     base_url: str,
     spec: ChallengeSpec,
@@ -113,15 +255,16 @@ async def _harness(
     public_prompts: Sequence[Prompt],
     heldout_prompts: Sequence[Prompt],
     ppl_records: Sequence[dict[str, Any]],
+    renderer: Renderer,
     reported_tps: float | None,
     progress: Progress | None,
     tokenize: Tokenize | None,
     eos_token_ids: Sequence[int],
     is_alive: Callable[[], bool] | None,
     ready_timeout_s: float | None,
-    checks: Sequence[str],
+    seed: int,
 ) -> HarnessResult:
-    result = HarnessResult()
+    result = HarnessResult(ppl_records=ppl_records_of(spec, ppl_records))
     stages = _Stages(result, spec.limits.evaluation_s)
     timeout = max(spec.tps.request_timeout_s, spec.ppl.timeout_s)
     async with EngineClient(base_url, timeout_s=timeout, concurrency=spec.tps.concurrency) as c:
@@ -130,48 +273,38 @@ async def _harness(
             wait = ready_timeout_s if ready_timeout_s is not None else spec.limits.startup_s
             result.model = await c.wait_ready(wait, is_alive=is_alive)
 
-        async def ppl() -> None:
+        async def evaluation() -> None:
             assert result.model is not None
-            report = (lambda d, n, _id: progress("ppl", d, n)) if progress else None
-            result.ppl = await evaluate_ppl(
-                c, spec, ppl_records, model=result.model, progress=report
-            )
-            result.findings.extend(result.ppl.findings)
-
-        async def tps() -> None:
-            assert result.model is not None
-            result.tps = await measure_tps(
+            run = _Evaluation(
                 c,
                 spec,
-                heldout_prompts,
-                model=result.model,
-                warmup_prompts=public_prompts,
-                tokenize=tokenize,
+                result.model,
+                heldout=heldout_prompts,
+                ppl_records=result.ppl_records,
+                renderer=renderer,
+                seed=seed,
                 progress=progress,
             )
+            result.evidence = run.evidence
+            result.tps, result.ppl = await run.run(public_prompts, tokenize)
+            result.findings.extend(result.ppl.findings)
             result.findings.extend(result.tps.findings)
 
-        ctx = CheckContext(
-            spec=spec,
-            client=c,
-            reported_tps=reported_tps,
-            heldout_prompts=heldout_prompts,
-            eos_token_ids=eos_token_ids,
-            tokenize=tokenize,
-        )
-
-        async def integrity() -> None:
-            ctx.model, ctx.tps, ctx.ppl = result.model, result.tps, result.ppl
-            for outcome in await registry.run_checks(checks, ctx):
+        async def checks() -> None:
+            ctx = result.context(
+                spec,
+                reported_tps=reported_tps,
+                eos_token_ids=eos_token_ids,
+                vocab_size=renderer.vocab_size,
+            )
+            for outcome in await registry.run_checks(registry.EVALUATION_PHASE, ctx):
                 result.add(outcome)
-            result.greedy_sample = await greedy_identity.collect(ctx)
 
         # the wait for readiness has its own limit (start-up), outside the evaluation budget
         start_stage = _Stages(result, ready_timeout_s or spec.limits.startup_s)
         await start_stage.run("ready", ready())
-        await stages.run("ppl", ppl())
-        await stages.run("tps", tps())
-        await stages.run("integrity", integrity())
+        await stages.run("evaluation", evaluation())
+        await stages.run("checks", checks())
     return result
 
 
@@ -182,15 +315,16 @@ def run_harness(
     public_prompts: Sequence[Prompt],
     heldout_prompts: Sequence[Prompt],
     ppl_records: Sequence[dict[str, Any]],
+    renderer: Renderer,
     reported_tps: float | None = None,
     progress: Progress | None = None,
     tokenize: Tokenize | None = None,
     eos_token_ids: Sequence[int] = (),
     is_alive: Callable[[], bool] | None = None,
     ready_timeout_s: float | None = None,
-    checks: Sequence[str] = registry.ENGINE_PHASE,
+    seed: int | None = None,
 ) -> HarnessResult:
-    """Evaluate the engine at ``base_url``: PPL, TPS and the engine-phase checks."""
+    """Evaluate the engine at ``base_url``; ``seed`` (fresh when None) places the probes."""
     return asyncio.run(
         _harness(
             base_url,
@@ -198,48 +332,78 @@ def run_harness(
             public_prompts=public_prompts,
             heldout_prompts=heldout_prompts,
             ppl_records=ppl_records,
+            renderer=renderer,
             reported_tps=reported_tps,
             progress=progress,
             tokenize=tokenize,
             eos_token_ids=eos_token_ids,
             is_alive=is_alive,
             ready_timeout_s=ready_timeout_s,
-            checks=checks,
+            seed=secrets.randbits(64) if seed is None else seed,
         )
     )
 
 
-async def _compare(
+async def _judge(
     reference_url: str,
     spec: ChallengeSpec,
-    sample: GreedySample | None,
+    result: HarnessResult,
+    *,
+    vocab_size: int | None,
+    sample_seed: int,
     ready_timeout_s: float | None,
     is_alive: Callable[[], bool] | None,
-) -> CheckOutcome:
-    async with EngineClient(reference_url, timeout_s=spec.tps.request_timeout_s) as ref:
+) -> list[CheckOutcome]:
+    timeout = max(spec.tps.request_timeout_s, spec.ppl.timeout_s)
+    async with EngineClient(reference_url, timeout_s=timeout) as ref:
         try:
             wait = ready_timeout_s if ready_timeout_s is not None else spec.limits.startup_s
             model = await ref.wait_ready(wait, is_alive=is_alive)
         except EngineError as exc:
-            return CheckOutcome(
-                CheckResult(
-                    greedy_identity.CHECK_ID,
-                    "error",
-                    f"could not evaluate: {exc}",
-                    {"error": str(exc)},
+            return [
+                CheckOutcome(
+                    CheckResult(
+                        check_id, "error", f"could not evaluate: {exc}", {"error": str(exc)}
+                    )
                 )
-            )
-        ctx = CheckContext(spec=spec, greedy_sample=sample, reference=ref, reference_model=model)
-        return await registry.run_check(greedy_identity.CHECK_ID, ctx)
+                for check_id in registry.REFERENCE_PHASE
+            ]
+        ctx = result.context(
+            spec,
+            vocab_size=vocab_size,
+            reference=ref,
+            reference_model=model,
+            sample_seed=sample_seed,
+        )
+        return await registry.run_checks(registry.REFERENCE_PHASE, ctx)
 
 
-def compare_greedy_identity(
-    reference_url: str,
+def judge_with_reference(
+    reference_url: str | None,
     spec: ChallengeSpec,
-    sample: GreedySample | None,
+    result: HarnessResult,
     *,
+    vocab_size: int | None,
+    sample_seed: int,
     ready_timeout_s: float | None = None,
     is_alive: Callable[[], bool] | None = None,
-) -> CheckOutcome:
-    """The reference half of ``integrity.greedy-identity`` (the participant's engine is gone)."""
-    return asyncio.run(_compare(reference_url, spec, sample, ready_timeout_s, is_alive))
+) -> list[CheckOutcome]:
+    """The reference-phase checks; ``reference_url`` None runs them without a reference.
+
+    Call it only once the participant's engine has stopped. ``sample_seed`` must be drawn
+    after the trials have ended (``secrets.randbits(64)``) and recorded in the report.
+    """
+    if reference_url is None:
+        ctx = result.context(spec, vocab_size=vocab_size, sample_seed=sample_seed)
+        return asyncio.run(registry.run_checks(registry.REFERENCE_PHASE, ctx))
+    return asyncio.run(
+        _judge(
+            reference_url,
+            spec,
+            result,
+            vocab_size=vocab_size,
+            sample_seed=sample_seed,
+            ready_timeout_s=ready_timeout_s,
+            is_alive=is_alive,
+        )
+    )

@@ -13,19 +13,27 @@ tokens are counted by the harness from the returned ``token_ids`` (or, if the sp
 ``count_tokens: retokenize`` and an engine returns none, by re-tokenising the text with
 the verifier's tokenizer), never from the engine's ``usage``. Warm-up requests on the
 public prompts come first and are not timed.
+
+Untimed requests (PPL records, probes) can be placed among the timed ones
+(``verifier.harness.plan``): a trial's clock stops while they run, so a trial's time is
+the sum of its timed segments. When the trials disagree beyond ``tps.max_cv``, trials
+are added up to ``tps.max_trials``; a measurement still unstable then is reported as
+such (``Stability``) and can never be VERIFIED.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec
+from schemas.check_ids import TPS_TOKEN_COUNT
 from schemas.findings import Finding
 from verifier.harness.client import EngineClient, Reply
 from verifier.harness.stats import Summary, summarize
@@ -80,6 +88,7 @@ class RequestRecord:
     prompt_id: str
     trial: int
     pass_index: int
+    position: int
     token_ids: list[int] | None
     prompt_token_ids: list[int] | None
     text: str
@@ -133,6 +142,7 @@ class TpsResult:
     tokens_per_trial: int = 0
     concurrency: int = 1
     max_tokens: int = 0
+    stability: Stability | None = None
 
     @property
     def median(self) -> float:
@@ -149,6 +159,8 @@ class TpsResult:
             "concurrency": self.concurrency,
             "max_tokens": self.max_tokens,
         }
+        if self.stability is not None:
+            out["stability"] = self.stability.to_dict()
         if self.summary.ci95 is not None:
             out["ci95"] = list(self.summary.ci95)
         return out
@@ -197,6 +209,9 @@ async def run_requests(
     return [r for r in replies if r is not None]
 
 
+Pause = Callable[[int, int], Awaitable[None]]  # (trial, position) -> untimed requests
+
+
 async def _trial(
     client: EngineClient,
     spec: ChallengeSpec,
@@ -205,14 +220,19 @@ async def _trial(
     index: int,
     tokenize: Tokenize | None,
     progress: TpsProgress | None,
+    pauses: Collection[int] = (),
+    pause: Pause | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
 ) -> tuple[TrialResult, list[RequestRecord]]:
+    """One timed trial; the clock stops at each position in ``pauses`` while ``pause`` runs."""
     tps = spec.tps
     chosen = list(itertools.islice(itertools.cycle(prompts), tps.num_prompts))
     bodies = [workload_body(spec, model, p["prompt"]) for p in chosen]
     records: list[RequestRecord] = []
-    stage = f"tps trial {index + 1}/{tps.trials}"
+    stage = f"tps trial {index + 1}"
     passes = 0
     done = 0
+    cuts = sorted({p for p in pauses if 0 <= p < len(bodies)} | {0, len(bodies)})
 
     def tick(_index: int, _reply: Reply) -> None:
         nonlocal done
@@ -221,47 +241,95 @@ async def _trial(
             progress(stage, done, tps.num_prompts * (passes + 1))
 
     cpu0 = time.process_time()
-    t0 = time.perf_counter()
+    timed = 0.0
     while True:
-        replies = await run_requests(
-            client,
-            bodies,
-            path=tps.endpoint,
-            concurrency=tps.concurrency,
-            kind=f"TPS trial {index + 1} request",
-            on_reply=tick,
-        )
-        for prompt, reply in zip(chosen, replies, strict=True):
-            counted, source = count_reply(reply, spec, tokenize)
-            records.append(
-                RequestRecord(
-                    prompt_id=str(prompt["id"]),
-                    trial=index,
-                    pass_index=passes,
-                    token_ids=reply.token_ids,
-                    prompt_token_ids=reply.prompt_token_ids,
-                    text=reply.text,
-                    latency_s=reply.latency_s,
-                    usage=reply.usage,
-                    finish_reason=reply.finish_reason,
-                    counted_tokens=counted,
-                    count_source=source,
-                )
+        for start, end in itertools.pairwise(cuts if passes == 0 else [0, len(bodies)]):
+            if passes == 0 and start in pauses and pause is not None:
+                await pause(index, start)  # untimed: the trial's clock is stopped
+            t0 = time.perf_counter()
+            replies = await run_requests(
+                client,
+                bodies[start:end],
+                path=tps.endpoint,
+                concurrency=tps.concurrency,
+                kind=f"TPS trial {index + 1} request",
+                on_reply=tick,
             )
+            timed += time.perf_counter() - t0
+            for offset, reply in enumerate(replies):
+                position = start + offset
+                counted, source = count_reply(reply, spec, tokenize)
+                records.append(
+                    RequestRecord(
+                        prompt_id=str(chosen[position]["id"]),
+                        trial=index,
+                        pass_index=passes,
+                        position=position,
+                        token_ids=reply.token_ids,
+                        prompt_token_ids=reply.prompt_token_ids,
+                        text=reply.text,
+                        latency_s=reply.latency_s,
+                        usage=reply.usage,
+                        finish_reason=reply.finish_reason,
+                        counted_tokens=counted,
+                        count_source=source,
+                    )
+                )
+                if on_record is not None:
+                    on_record(records[-1])
         passes += 1
-        if time.perf_counter() - t0 >= tps.min_trial_seconds:
+        if timed >= tps.min_trial_seconds:
             break
-    seconds = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     trial = TrialResult(
         index=index,
         tokens=sum(r.counted_tokens for r in records),
-        seconds=seconds,
+        seconds=timed,
         requests=len(records),
         passes=passes,
         cpu_s=cpu,
     )
     return trial, records
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Did the trials agree? ``tps.unstable`` when not, even after the extra trials."""
+
+    max_cv: float
+    cv: float
+    planned: int
+    run: int
+    max_trials: int
+
+    @property
+    def stable(self) -> bool:
+        return math.isfinite(self.cv) and self.cv <= self.max_cv
+
+    @property
+    def why(self) -> str:
+        if self.run == self.planned:
+            return f"{self.planned} planned trials, CV {self.cv:.3f} <= {self.max_cv:.3f}"
+        verb = "now" if self.stable else "still"
+        return (
+            f"the first {self.planned} trials disagreed beyond CV {self.max_cv:.3f}; "
+            f"{self.run - self.planned} more ran (cap {self.max_trials}), CV {verb} {self.cv:.3f}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_cv": self.max_cv,
+            "cv": self.cv if math.isfinite(self.cv) else None,
+            "planned_trials": self.planned,
+            "trials_run": self.run,
+            "max_trials": self.max_trials,
+            "stable": self.stable,
+            "why": self.why,
+        }
+
+
+def _cv(trials: Sequence[TrialResult]) -> float:
+    return summarize([t.tps for t in trials]).cv if len(trials) > 1 else 0.0
 
 
 async def warm_up(
@@ -294,36 +362,66 @@ async def measure_tps(
     warmup_prompts: Sequence[Prompt] = (),
     tokenize: Tokenize | None = None,
     progress: TpsProgress | None = None,
+    pauses: Callable[[int], Collection[int]] | None = None,
+    pause: Pause | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
 ) -> TpsResult:
-    """Warm up, then run ``spec.tps.trials`` timed trials and summarise them."""
+    """Warm up, run the planned trials (and extra ones while unstable), summarise them.
+
+    ``pauses(trial)`` gives the positions where ``pause`` runs untimed requests in a
+    planned trial; extra trials have none.
+    """
     if not prompts:
         raise UsageError("the TPS stage needs prompts", where="prompts")
+    tps = spec.tps
     warmup_s = await warm_up(client, spec, model, warmup_prompts)
     trials: list[TrialResult] = []
     records: list[RequestRecord] = []
-    for index in range(spec.tps.trials):
-        trial, trial_records = await _trial(client, spec, model, prompts, index, tokenize, progress)
+    index = 0
+    while index < tps.trials or (index < tps.max_trials and _cv(trials) > tps.max_cv):
+        planned = index < tps.trials
+        trial, trial_records = await _trial(
+            client,
+            spec,
+            model,
+            prompts,
+            index,
+            tokenize,
+            progress,
+            pauses=pauses(index) if pauses is not None and planned else (),
+            pause=pause,
+            on_record=on_record,
+        )
         trials.append(trial)
         records.extend(trial_records)
+        index += 1
     findings: list[Finding] = []
     uncounted = [r for r in records if r.count_source == "none"]
     if uncounted:
         findings.append(
             Finding(
-                "tps.token-count",
+                TPS_TOKEN_COUNT,
                 "error",
                 f"{len(uncounted)} of {len(records)} timed answers carry no token ids, so "
                 "their generated tokens could not be counted (counted as 0)",
                 hint="return 'token_ids' when the request asks 'return_token_ids': true",
             )
         )
+    summary = summarize([t.tps for t in trials])
     return TpsResult(
-        summary=summarize([t.tps for t in trials]),
+        summary=summary,
         trials=trials,
         records=records,
         findings=findings,
         warmup_seconds=warmup_s,
-        tokens_per_trial=spec.tps.tokens_per_trial,
-        concurrency=spec.tps.concurrency,
-        max_tokens=spec.tps.max_tokens,
+        tokens_per_trial=tps.tokens_per_trial,
+        concurrency=tps.concurrency,
+        max_tokens=tps.max_tokens,
+        stability=Stability(
+            max_cv=tps.max_cv,
+            cv=summary.cv if len(trials) > 1 else 0.0,
+            planned=tps.trials,
+            run=len(trials),
+            max_trials=tps.max_trials,
+        ),
     )

@@ -1,14 +1,25 @@
-"""The runner interface."""
+"""The runner interface: everything the pipeline asks of a runner, and nothing more.
+
+A runner starts an engine somewhere and hands the harness its URL. The pipeline calls,
+in order: ``environment()`` (facts for the fingerprint, e.g. the Docker version),
+``prepare(intake, ...)`` once (build what must exist before start, from intake's
+result: the runner never re-reads the bundle), ``start(...)`` (with ``gpu`` decided by
+the pipeline from the spec and the fingerprint), ``isolation(...)`` while the engine
+runs, and ``cleanup()`` in every case. A new runner is written from this file alone.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
+
+if TYPE_CHECKING:
+    from verifier.intake import Intake
 
 
 @dataclass(frozen=True)
@@ -30,16 +41,33 @@ class EngineHandle:
     describe: Callable[[], dict[str, Any]] = field(default=lambda: {})
 
 
+@dataclass(frozen=True)
+class ImageFacts:
+    """What ``prepare`` built, for the report: all absent for runners that build nothing."""
+
+    id: str | None = None
+    base_image: str | None = None
+    size_bytes: int | None = None
+    build_seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
 class Runner(Protocol):
     info: RunnerInfo
 
-    def prepare(
-        self, bundle_root: Path, spec: ChallengeSpec, *, on_log: Callable[[str], None]
-    ) -> dict[str, Any]:
-        """Build whatever must exist before start (an image); return facts for the report."""
+    def environment(self) -> dict[str, Any]:
+        """Facts about where engines run, for the fingerprint (``docker``: version info)."""
         ...
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path) -> EngineHandle:
+    def prepare(
+        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> ImageFacts:
+        """Build whatever must exist before start (an image) from intake's result."""
+        ...
+
+    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
         """Start the engine with the verifier's pinned weights; return once it is spawned."""
         ...
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
-from verifier.runners.base import EngineHandle, RunnerInfo
+from verifier.intake import Intake
+from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 
 OPEN_EGRESS = (
     "HF Jobs has no egress switch: the server job can reach the internet, so held-out "
@@ -37,18 +38,22 @@ class HfJobsRunner:
         self.server_url = server_url.rstrip("/")
         self.facts = dict(facts or {})
 
+    def environment(self) -> dict[str, Any]:
+        return {}  # the server job's machine is fingerprinted by the dispatcher's facts
+
     def prepare(
-        self, bundle_root: Path, spec: ChallengeSpec, *, on_log: Callable[[str], None]
-    ) -> dict[str, Any]:
+        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> ImageFacts:
         on_log(f"hf-jobs runner: the engine runs in server job {self.facts.get('server_job')}")
         image = self.facts.get("image") or {}
-        return {
-            k: v
-            for k, v in image.items()
-            if k in ("id", "base_image", "size_bytes", "build_seconds")
-        }
+        return ImageFacts(
+            id=image.get("id"),
+            base_image=image.get("base_image"),
+            size_bytes=image.get("size_bytes"),
+            build_seconds=image.get("build_seconds"),
+        )
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path) -> EngineHandle:
+    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
         return EngineHandle(
             base_url=self.server_url,
             is_alive=lambda: True,  # the server job's stage is the dispatcher's to watch

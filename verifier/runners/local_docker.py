@@ -27,8 +27,9 @@ from podium.extras import require
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.manifest import Manifest
+from verifier.intake import Intake
 from verifier.rebuild import rebuild_image
-from verifier.runners.base import EngineHandle, RunnerInfo
+from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 
 LABEL = "podium.sandbox"
 OWNER_LABEL = "podium.owner"
@@ -95,6 +96,7 @@ class LocalDockerRunner:
     info = RunnerInfo(name="local-docker", can_verify=True)
 
     def __init__(self, *, run_id: str | None = None, gpu: bool | None = None):
+        """``gpu`` forces the GPU on or off; None leaves it to the pipeline's decision."""
         self.run_id = run_id or secrets.token_hex(6)
         self.gpu = gpu
         self.client: Any = None
@@ -108,24 +110,35 @@ class LocalDockerRunner:
             self.client = dockerx.connect()
         return self.client
 
-    def prepare(
-        self, bundle_root: Path, spec: ChallengeSpec, *, on_log: Callable[[str], None]
-    ) -> dict[str, Any]:
-        import json
+    def environment(self) -> dict[str, Any]:
+        return {"docker": dockerx.docker_version(self._client())}
 
+    def prepare(
+        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> ImageFacts:
+        assert intake.root is not None and intake.manifest is not None, "intake failed"
         client = self._client()
         left = remove_leftovers(client)
         if left:
             on_log(f"removed {left} container(s)/network(s) left from an earlier run")
-        manifest = Manifest.from_dict(json.loads((bundle_root / "manifest.json").read_text()))
-        self.manifest = manifest
+        self.manifest = intake.manifest
         image = rebuild_image(
-            client, bundle_root, manifest, spec, tag=f"podium-verify/{self.run_id}", on_log=on_log
+            client,
+            intake.root,
+            intake.manifest,
+            spec,
+            tag=f"podium-verify/{self.run_id}",
+            on_log=on_log,
         )
         self.image_id = image["id"]
-        return image
+        return ImageFacts(
+            id=image["id"],
+            base_image=image.get("base_image"),
+            size_bytes=image.get("size_bytes"),
+            build_seconds=image.get("build_seconds"),
+        )
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path) -> EngineHandle:
+    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
         assert self.image_id is not None and self.manifest is not None, "prepare() first"
         client = self._client()
         docker = require("docker", extra="docker")
@@ -144,7 +157,7 @@ class LocalDockerRunner:
                 "HF_HUB_OFFLINE": "1",
             }
             limits = spec.limits
-            want_gpu = spec.hardware.accelerator == "gpu" if self.gpu is None else self.gpu
+            want_gpu = gpu if self.gpu is None else self.gpu
             kwargs: dict[str, Any] = {
                 "environment": env,
                 "labels": labels,

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from podium.errors import UsageError
-from schemas.challenge import ChallengeSpec
+from schemas.challenge import ChallengeSpec, ReferenceEngine
 from schemas.findings import Finding
-from verifier.runners.base import EngineHandle, RunnerInfo
+from verifier.intake import Intake
+from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 
 
 def free_port() -> int:
@@ -48,19 +49,26 @@ class ProcessRunner:
         engine_root: Path | None = None,
         served_model_name: str = "model",
         env: dict[str, str] | None = None,
-        device: str = "cpu",
+        device: str | None = None,
+        dtype: str | None = None,
     ):
+        """``device`` None follows the pipeline's GPU decision; ``dtype`` None: the engine's."""
         self.engine_root = engine_root
         self.served_model_name = served_model_name
         self.env = env or {}
         self.device = device
+        self.dtype = dtype
         self._procs: list[subprocess.Popen[bytes]] = []
         self._logdir = Path(tempfile.mkdtemp(prefix="podium-engine-"))
 
+    def environment(self) -> dict[str, Any]:
+        return {}
+
     def prepare(
-        self, bundle_root: Path, spec: ChallengeSpec, *, on_log: Callable[[str], None]
-    ) -> dict[str, Any]:
-        engine_dir = bundle_root / "engine"
+        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> ImageFacts:
+        assert intake.root is not None, "intake failed"
+        engine_dir = intake.root / "engine"
         if not (engine_dir / "engines" / "baseline").is_dir():
             raise UsageError(
                 "the process runner runs baseline engines only, and this bundle has no "
@@ -69,9 +77,9 @@ class ProcessRunner:
             )
         self.engine_root = engine_dir
         on_log(f"process runner: engine code from {engine_dir}")
-        return {}
+        return ImageFacts()
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path) -> EngineHandle:
+    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
         port = free_port()
         log_path = self._logdir / f"engine-{port}.log"
         env = {**os.environ, **self.env}
@@ -92,8 +100,10 @@ class ProcessRunner:
             "--served-model-name",
             self.served_model_name,
             "--device",
-            self.device,
+            self.device or ("cuda" if gpu else "cpu"),
         ]
+        if self.dtype is not None:
+            cmd += ["--dtype", self.dtype]
         log = open(log_path, "wb")  # noqa: SIM115 - owned by the process for its lifetime
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -136,3 +146,17 @@ class ProcessRunner:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
         self._procs.clear()
+
+
+def reference_runner(settings: ReferenceEngine) -> ProcessRunner:
+    """The verifier's own reference engine: podium's baseline engine, as the spec says.
+
+    It serves the pinned weights the pipeline hands to ``start`` (never a participant's
+    image or code), on the spec's device and in its dtype.
+    """
+    return ProcessRunner(
+        engine_root=None,
+        served_model_name="reference",
+        device=settings.device,
+        dtype=settings.dtype,
+    )

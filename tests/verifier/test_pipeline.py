@@ -1,0 +1,141 @@
+"""The pipeline end to end without Docker: one intake result, one report, the verdict's rules.
+
+``TestSandbox`` is podium's process runner reporting itself as a sandbox that can verify,
+so the pipeline's VERIFIED path runs here on the baseline engine as a plain process. It is
+a test double of the runner protocol (``verifier/runners/base.py``); the real sandbox is
+tested in ``test_verify_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shutil
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from podium.errors import UsageError
+from schemas.challenge import ChallengeSpec, load_challenge
+from schemas.findings import Finding
+from submission.bundle import package
+from verifier.intake import Intake, intake
+from verifier.pipeline import VerifyRequest, verify
+from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
+from verifier.runners.process import ProcessRunner, reference_runner
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class TestSandbox(ProcessRunner):
+    __test__ = False
+    info = RunnerInfo(name="test-sandbox", can_verify=True)
+
+    def __init__(self, image_bytes: int | None = None) -> None:
+        super().__init__()
+        self.image_bytes = image_bytes
+        self.started = False
+
+    def prepare(
+        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> ImageFacts:
+        super().prepare(intake, spec, on_log=on_log)
+        return ImageFacts(id="sha256:" + "1" * 64, size_bytes=self.image_bytes or 1)
+
+    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
+        self.started = True
+        return super().start(spec, model_dir=model_dir, gpu=gpu)
+
+    def isolation(
+        self, handle: EngineHandle, *, forbidden_paths: list[Path]
+    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
+        return "pass", "a test double of a sandbox", {"runner": "test-sandbox"}, []
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("bundle")
+    src = tmp / "src"
+    shutil.copytree(
+        REPO / "examples" / "tiny-baseline",
+        src,
+        ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
+    )
+    packaged = package(src, tmp / "dist", build=False)
+    assert packaged.bundle is not None
+    return packaged.bundle.path
+
+
+def tiny() -> ChallengeSpec:
+    """The tiny challenge with its stability bound lifted: these tests judge the verdict's
+    logic, not the machine's noise (``tps.unstable`` has tests of its own)."""
+    spec = load_challenge("tiny")
+    return dataclasses.replace(spec, tps=dataclasses.replace(spec.tps, max_cv=100.0))
+
+
+def ids(report: dict[str, Any]) -> set[str]:
+    return {f["check_id"] for f in report["findings"]}
+
+
+@pytest.mark.quiet("verdict.checks-missing", "image.too-large")
+def test_an_honest_entry_in_a_sandbox_that_can_verify_is_verified(
+    bundle: Path, tmp_path: Path
+) -> None:
+    runner = TestSandbox()
+    out = verify(VerifyRequest(bundle, tiny(), runner, tmp_path, reference=reference_runner))
+    report = out.report
+    assert out.verdict == "VERIFIED", (report["findings"], report["failure"])
+    assert not ids(report) & {"verdict.checks-missing", "image.too-large"}
+    stages = [s["name"] for s in report["stages"]]
+    assert stages[:2] == ["intake", "environment"] and stages[-1] == "reference"
+    assert report["image"]["size_bytes"] == 1 and report["runner"] == "test-sandbox"
+
+
+@pytest.mark.fires("verdict.checks-missing")
+def test_a_required_check_that_could_not_run_is_never_verified(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """No reference engine: the reference checks skip, and a skip is not a pass."""
+    out = verify(VerifyRequest(bundle, tiny(), TestSandbox(), tmp_path))
+    assert out.verdict == "UNOFFICIAL"
+    missing = [f for f in out.report["findings"] if f["check_id"] == "verdict.checks-missing"]
+    assert missing and "integrity.reference-decode" in missing[0]["message"]
+
+
+@pytest.mark.fires("image.too-large")
+def test_an_image_over_the_limit_is_rejected_before_it_runs(bundle: Path, tmp_path: Path) -> None:
+    spec = tiny()
+    spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, image_bytes=1000))
+    runner = TestSandbox(image_bytes=5000)
+    out = verify(VerifyRequest(bundle, spec, runner, tmp_path))
+    assert out.verdict == "REJECTED" and "image.too-large" in ids(out.report)
+    assert not runner.started
+
+
+def test_a_bundle_rejected_at_intake_needs_no_runner(tmp_path: Path) -> None:
+    """The Jobs dispatcher runs intake once and hands its result to the pipeline."""
+    bad = tmp_path / "evil.tar.gz"
+    with tarfile.open(bad, "w:gz") as tar:
+        info = tarfile.TarInfo("../escaped.txt")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    spec = load_challenge("tiny")
+    opened = intake(bad, tmp_path / "work", spec)
+    out = verify(VerifyRequest(bad, spec, None, tmp_path / "out", intake=opened))
+    report = out.report
+    assert out.verdict == "REJECTED" and ids(report) == {"bundle.path-traversal"}
+    assert "runner" not in report and report["environment"] is None
+    assert report["stages"] == [
+        {"name": "intake", "status": "ok", "seconds": 0.0, "note": "run by the caller"}
+    ]
+    assert report["submission"]["bundle_sha256"] == opened.bundle_sha256
+
+
+def test_a_bundle_that_passes_intake_needs_a_runner(bundle: Path, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="needs a runner"):
+        verify(VerifyRequest(bundle, load_challenge("tiny"), None, tmp_path))

@@ -1,0 +1,128 @@
+"""Where the untimed requests go: a seeded plan that leaves the engine no phase to see.
+
+The held-out PPL records, the same-path probes and the caching controls are not run in
+stages of their own. Each is placed at a random position among the timed requests of a
+random trial (``Plan.at``), drawn from a seed made fresh for every verification and
+recorded in the report once the run is over. So the engine meets one stream from the
+first timed request to the last, and cannot behave while it is being scored and cheat
+once scoring is done, or the other way round.
+
+An untimed request sent at position ``p`` of a trial goes out after the timed request
+``p - 1`` has been answered and before request ``p`` is sent; the trial's clock is
+stopped meanwhile. At concurrency 1 that costs the measurement nothing. At concurrency
+``c > 1`` the timed requests in flight must drain first, so the untimed requests of a
+trial are gathered into at most ``MAX_PAUSES_CONCURRENT`` pauses.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+PPL = "ppl"
+SAME_PATH = "same-path"
+CONTROL = "control"
+
+MAX_PAUSES_CONCURRENT = 2
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: str  # ppl | same-path | control
+    index: int  # the PPL record, the probe or the control prompt
+
+
+@dataclass
+class Plan:
+    seed: int
+    trials: int
+    #: (trial, position) -> the untimed requests sent there, in order
+    at: dict[tuple[int, int], list[Item]] = field(default_factory=dict)
+
+    def items(self, trial: int, position: int) -> list[Item]:
+        return self.at.get((trial, position), [])
+
+    def count(self, kind: str) -> int:
+        return sum(1 for items in self.at.values() for item in items if item.kind == kind)
+
+    def to_dict(self) -> dict[str, object]:
+        """Counts per kind and trial, for the report (positions are not needed to audit)."""
+        per_trial = [
+            {
+                kind: sum(
+                    1
+                    for (t, _), items in self.at.items()
+                    if t == trial
+                    for item in items
+                    if item.kind == kind
+                )
+                for kind in (PPL, SAME_PATH, CONTROL)
+            }
+            for trial in range(self.trials)
+        ]
+        return {"seed": f"{self.seed:016x}", "per_trial": per_trial}
+
+
+def make_plan(
+    *,
+    seed: int,
+    trials: int,
+    requests_per_trial: int,
+    distinct_prompts: int,
+    concurrency: int,
+    ppl_records: int,
+    same_path_probes: int,
+    controls_per_trial: int,
+) -> Plan:
+    """Place every untimed request; see the module docstring.
+
+    Same-path probes score an answer the engine has already given, so none goes before the
+    first timed request. Caching controls go where the timed stream repeats prompts (the
+    trials after the first; in a single trial, after its prompts start to cycle); with no
+    repeat in the stream, there is nothing to compare them with and none is placed.
+    """
+    rng = random.Random(seed)
+    plan = Plan(seed=seed, trials=trials)
+    slots = [(t, p) for t in range(trials) for p in range(requests_per_trial)]
+    placed: list[tuple[tuple[int, int], Item]] = []
+    for i in range(ppl_records):
+        placed.append((rng.choice(slots), Item(PPL, i)))
+    after_first = [s for s in slots if s != (0, 0)] or slots
+    for i in range(same_path_probes):
+        placed.append((rng.choice(after_first), Item(SAME_PATH, i)))
+    if trials > 1:
+        repeating = [(t, range(requests_per_trial)) for t in range(1, trials)]
+    elif requests_per_trial > distinct_prompts:
+        repeating = [(0, range(distinct_prompts, requests_per_trial))]
+    else:
+        repeating = []
+    n = 0
+    for trial, positions in repeating:
+        for _ in range(controls_per_trial):
+            placed.append(((trial, rng.choice(list(positions))), Item(CONTROL, n)))
+            n += 1
+    if concurrency > 1:
+        placed = _gather(placed, rng, trials)
+    for slot, item in placed:
+        plan.at.setdefault(slot, []).append(item)
+    for items in plan.at.values():
+        rng.shuffle(items)
+    return plan
+
+
+def _gather(
+    placed: list[tuple[tuple[int, int], Item]], rng: random.Random, trials: int
+) -> list[tuple[tuple[int, int], Item]]:
+    """At concurrency > 1, move each trial's untimed requests onto a few of its positions."""
+    out: list[tuple[tuple[int, int], Item]] = []
+    for trial in range(trials):
+        mine = [(slot, item) for slot, item in placed if slot[0] == trial]
+        if not mine:
+            continue
+        chosen = sorted({p for (_, p), _ in mine})
+        keep = sorted(rng.sample(chosen, min(MAX_PAUSES_CONCURRENT, len(chosen))))
+        for (_, p), item in mine:
+            # each request moves to the nearest kept position at or before it (or the first)
+            earlier = [k for k in keep if k <= p]
+            out.append(((trial, earlier[-1] if earlier else keep[0]), item))
+    return out

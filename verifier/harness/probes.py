@@ -1,0 +1,165 @@
+"""The untimed requests sent among the timed ones, and what they leave behind.
+
+- A **same-path probe** asks the engine to score, teacher-forced, one of its own timed
+  answers: the verifier's rendering of the prompt followed by the answer's ids, sent in
+  exactly the shape of a PPL record (``ppl_request``). The positions of the answer are
+  kept for ``integrity.same-path``, judged later against the reference model.
+- A **caching control** is a prompt the stream has never carried, sent in exactly the
+  shape of a timed request, while later trials repeat the first one's prompts. Its time
+  per token is the fresh side of ``integrity.caching``.
+
+Neither is told apart by its shape; recognising one gains an engine nothing, because
+the proof of each check is the timed work itself (``docs/measurement.md``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from podium.errors import EngineError
+from schemas.challenge import ChallengeSpec
+from schemas.check_ids import INTEGRITY_SAME_PATH
+from verifier.harness.client import EngineClient
+from verifier.harness.ppl import ppl_request
+from verifier.harness.tps import Prompt, RequestRecord, count_reply, workload_body
+
+
+def record_key(record: RequestRecord) -> str:
+    """A timed request's place in the stream: trial, pass and position."""
+    return f"{record.trial}.{record.pass_index}.{record.position}"
+
+
+@dataclass
+class SamePathProbe:
+    record: str  # record_key of the timed answer probed
+    prompt_id: str
+    prompt_ids: list[int]  # the verifier's rendering
+    token_ids: list[int]  # the engine's timed answer
+    positions: list[Any]  # the engine's prompt_logprobs entries of the answer's positions
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ControlRecord:
+    prompt_id: str
+    trial: int
+    position: int
+    latency_s: float
+    tokens: int
+    token_ids: list[int] | None
+    prompt_token_ids: list[int] | None
+
+    @property
+    def s_per_token(self) -> float:
+        return self.latency_s / max(1, self.tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Evidence:
+    """What the evaluation leaves for the checks and for the reference stage (plain data)."""
+
+    plan: dict[str, Any]
+    #: prompt id -> the verifier's own ids for it (timed prompts and controls)
+    rendered: dict[str, list[int]] = field(default_factory=dict)
+    same_path: list[SamePathProbe] = field(default_factory=list)
+    controls: list[ControlRecord] = field(default_factory=list)
+
+
+def control_prompts(
+    heldout: Sequence[Prompt], timed: Sequence[Prompt], n: int, rng: random.Random
+) -> list[Prompt]:
+    """``n`` prompts the timed stream never carries: unused held-out ones, then marked copies.
+
+    A marked copy puts a random marker before the first user text, so no request of the
+    run can have carried it; token-id prompts cannot be marked safely and are not used.
+    """
+    used = {str(p["id"]) for p in timed}
+    fresh = [p for p in heldout if str(p["id"]) not in used]
+    rng.shuffle(fresh)
+    out = fresh[:n]
+    candidates = [p for p in timed if _markable(p["prompt"])]
+    while len(out) < n and candidates:
+        base = rng.choice(candidates)
+        marker = f"{rng.getrandbits(48):012x}"
+        out.append({"id": f"{base['id']}~{marker}", "prompt": _mark(base["prompt"], marker)})
+    return out
+
+
+def _markable(prompt: Any) -> bool:
+    return isinstance(prompt, str) or (
+        isinstance(prompt, list) and any(isinstance(m, dict) for m in prompt)
+    )
+
+
+def _mark(prompt: Any, marker: str) -> Any:
+    if isinstance(prompt, str):
+        return f"({marker}) {prompt}"
+    out = [dict(m) for m in prompt]
+    for message in out:
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            message["content"] = f"({marker}) {message['content']}"
+            break
+    return out
+
+
+async def send_control(
+    client: EngineClient,
+    spec: ChallengeSpec,
+    model: str,
+    prompt: Prompt,
+    *,
+    trial: int,
+    position: int,
+) -> ControlRecord:
+    body = workload_body(spec, model, prompt["prompt"])
+    reply = await client.post(spec.tps.endpoint, body, f"caching control {prompt['id']}")
+    counted, _ = count_reply(reply, spec, None)
+    return ControlRecord(
+        prompt_id=str(prompt["id"]),
+        trial=trial,
+        position=position,
+        latency_s=reply.latency_s,
+        tokens=counted,
+        token_ids=reply.token_ids,
+        prompt_token_ids=reply.prompt_token_ids,
+    )
+
+
+async def send_same_path(
+    client: EngineClient,
+    spec: ChallengeSpec,
+    model: str,
+    record: RequestRecord,
+    prompt_ids: list[int],
+) -> SamePathProbe:
+    """The engine's teacher-forced scoring of one of its timed answers, PPL-shaped."""
+    assert record.token_ids is not None
+    ids = [*prompt_ids, *record.token_ids]
+    reply = await client.post(
+        spec.ppl.endpoint,
+        ppl_request(spec, model, ids),
+        f"same-path probe of {record_key(record)} ({record.prompt_id})",
+        timeout_s=spec.ppl.timeout_s,
+    )
+    if reply.prompt_logprobs is None:
+        raise EngineError(
+            "the engine answered a prompt_logprobs request without prompt_logprobs",
+            where=INTEGRITY_SAME_PATH,
+        )
+    start = len(prompt_ids)
+    positions = list(reply.prompt_logprobs[start : start + len(record.token_ids)])
+    return SamePathProbe(
+        record=record_key(record),
+        prompt_id=record.prompt_id,
+        prompt_ids=list(prompt_ids),
+        token_ids=list(record.token_ids),
+        positions=positions,
+    )
