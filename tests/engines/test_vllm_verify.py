@@ -27,7 +27,7 @@ from schemas.challenge import load_challenge
 from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
 from verifier.runners.local_docker import LocalDockerRunner
-from verifier.runners.process import ProcessRunner
+from verifier.runners.process import reference_runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -61,7 +61,7 @@ def make_bundle(
     toml = (src / "podium.toml").read_text()
     toml = toml.replace('entry = "tiny-vllm"', f'entry = "{name}"')
     lines = "".join(f"{k} = {toml_value(v)}\n" for k, v in (config or {}).items())
-    toml = toml.replace("WARMUP_MAX_TOKENS = 8\n", "WARMUP_MAX_TOKENS = 8\n" + lines)
+    toml = toml.replace("OMP_NUM_THREADS = 1\n", "OMP_NUM_THREADS = 1\n" + lines)
     (src / "podium.toml").write_text(toml)
     if smuggle:
         engines = src / "engine" / "engines"
@@ -87,7 +87,7 @@ def run_verify(bundle: Path, out: Path) -> dict[str, Any]:
         spec=load_challenge("tiny"),
         runner=LocalDockerRunner(),
         out_dir=out,
-        reference=lambda: ProcessRunner(engine_root=None, served_model_name="reference"),
+        reference=reference_runner,
     )
     return verify(req).report
 

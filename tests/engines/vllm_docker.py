@@ -29,12 +29,14 @@ HELDOUT = REPO / "podium" / "data" / "tiny" / "ppl-heldout.jsonl"
 TEST_LABEL = "org.podium.test"
 SERVED = "podium/tiny-gemma4"
 #: What every test engine freezes: the challenge's float32 (vLLM's CPU default is bfloat16),
-#: eager mode (about 25 s to start instead of about 60 s of compilation).
+#: eager mode (about 25 s to start instead of about 60 s of compilation), one torch thread
+#: (two spinning OpenMP threads on a shared 2-core machine make vLLM slow and erratic).
 BASE_CONFIG: dict[str, Any] = {
     "DEVICE": "cpu",
     "DTYPE": "float32",
     "ENFORCE_EAGER": True,
     "SERVED_MODEL_NAME": SERVED,
+    "OMP_NUM_THREADS": 1,
 }
 
 
