@@ -61,3 +61,14 @@ def test_synthetic_leaderboard_records_are_schema_valid_and_signed() -> None:
     verify_record(record, keypair.public_key)
     assert record["verdict"] == "VERIFIED"
     assert views.make_record(keypair, 5)["verdict"] == "REJECTED"
+
+
+def test_proxy_bench_measures_the_gate_against_the_same_upstream_in_both_sizes() -> None:
+    from bench import proxy_latency
+
+    sizes = proxy_latency.run(quick=True)["sizes"]
+    assert [s["max_tokens"] for s in sizes] == [1, 512]
+    for size in sizes:
+        assert len(size["rounds"]) == 5
+        assert 0 < size["direct_us_median"] < size["proxied_us_median"]
+        assert size["overhead_us_min"] <= size["overhead_us_median"] <= size["overhead_us_max"]
