@@ -2,6 +2,7 @@
 #   make demo    venv + Docker engine + base images, then package, verify, publish, show
 #   make test    venv + Docker engine + base images + lint + the test suite (what CI runs)
 #   make lint    ruff check, ruff format --check, mypy
+#   make lowest  the core dependencies at their lowest allowed versions, and the core tests
 #   make docker  install/start the Docker engine and build the local base images (root)
 #   make bench   the CPU benchmarks of podium itself (docs/benchmarks.md)
 SHELL := /bin/bash
@@ -13,7 +14,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.podium-installed
 ARTIFACTS := test-artifacts
 
-.PHONY: venv docker browser lint test demo bench
+.PHONY: venv docker browser lint lowest test demo bench gpu-wheels
 
 venv: $(STAMP)
 
@@ -38,7 +39,38 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: venv docker browser lint
+# The lower bounds in pyproject.toml are true only if the code works with them: uv's
+# lowest-direct resolution installs exactly the lowest allowed version of every core
+# dependency (and of the docker extra, which packaging needs; their own dependencies
+# resolve as usual) into a venv of its own, rebuilt
+# when pyproject.toml changes, and the tests of the core that need nothing else run there.
+LOWEST := $(VENV)/lowest
+LOWEST_STAMP := $(LOWEST)/.podium-installed
+LOWEST_TESTS := tests/schemas tests/podium/test_hub.py tests/leaderboard/test_hub_store.py \
+	tests/leaderboard/test_local_store.py tests/leaderboard/test_records.py \
+	tests/leaderboard/test_cli_views.py tests/scale/test_queue_stores.py \
+	tests/scale/test_claim_loop.py tests/scale/test_dispatch_hf.py \
+	tests/scale/test_queue_cli.py tests/verifier/test_harness_wire.py \
+	tests/verifier/test_harness_client.py tests/submission/test_validate.py \
+	tests/submission/test_push.py \
+	--deselect tests/leaderboard/test_cli_views.py::test_export_writes_csv_parquet_and_json
+
+$(LOWEST_STAMP): pyproject.toml $(STAMP)
+	rm -rf $(LOWEST)
+	$(VENV)/bin/uv venv --quiet --python $(PY) $(LOWEST)
+	$(VENV)/bin/uv pip install --quiet --python $(LOWEST)/bin/python \
+		--resolution lowest-direct -e '.[docker]'
+	$(VENV)/bin/uv pip install --quiet --python $(LOWEST)/bin/python 'pytest>=8'
+	touch $@
+
+lowest: $(LOWEST_STAMP)
+	$(VENV)/bin/uv pip freeze --python $(LOWEST)/bin/python | \
+		grep -iE '^(jsonschema|typer|click|rich|huggingface.hub|httpx2|h11|cryptography|docker)=' | tr '\n' ' '
+	@echo
+	$(LOWEST)/bin/python -m pytest -q -p no:cacheprovider -m "not docker and not slow and not browser and not gpu" \
+		$(LOWEST_TESTS)
+
+test: venv docker browser lint lowest
 	mkdir -p $(ARTIFACTS)
 	PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1 $(VENV)/bin/pytest -m "not gpu" -p no:cacheprovider \
 		--junitxml=$(ARTIFACTS)/junit.xml
@@ -46,9 +78,9 @@ test: venv docker browser lint
 demo: venv docker
 	bash scripts/demo.sh
 
-# The CPU benchmarks (about 11 minutes; BENCH_ARGS=--quick for about 6): JSON results in
-# bench/results/, plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. The GPU part
-# runs by hand on the GPU machine: python -m bench.gpu_e4b (see docs/benchmarks.md).
+# The CPU benchmarks (BENCH_ARGS=--quick for a shorter run): JSON results in bench/results/,
+# plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. The GPU part runs on the
+# GPU machine as tests: bash bench/gpu.sh (see docs/benchmarks.md).
 BENCH_STAMP := $(VENV)/.podium-bench-installed
 
 $(BENCH_STAMP): $(STAMP)
@@ -57,3 +89,13 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: $(BENCH_STAMP) browser
 	$(PY) -m bench $(BENCH_ARGS)
+
+# The wheels the GPU machine lacks for `bash bench/gpu.sh` (Python 3.12, x86-64): pytest,
+# jsonschema, h11 and their dependencies, fetched here from PyPI; carry .whl/ there.
+GPU_WHEELS := .whl/gpu-py312
+
+gpu-wheels: venv
+	rm -rf $(GPU_WHEELS)
+	$(PY) -m pip download --quiet --only-binary=:all: --implementation cp --python-version 3.12 \
+		--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
+		-d $(GPU_WHEELS) 'pytest>=8' 'jsonschema>=4.20' 'h11>=0.16'

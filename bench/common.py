@@ -45,6 +45,10 @@ def _cpu_model() -> str:
 
 
 def _git_sha() -> str | None:
+    """The commit measured; ``$PODIUM_GIT_SHA`` wins where it is set (a copy of the tree
+    made elsewhere may carry no git, or another checkout's)."""
+    if os.environ.get("PODIUM_GIT_SHA"):
+        return os.environ["PODIUM_GIT_SHA"]
     with contextlib.suppress(OSError, subprocess.CalledProcessError):
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -54,11 +58,35 @@ def _git_sha() -> str | None:
             check=True,
         )
         return out.stdout.strip() or None
+    return os.environ.get("PODIUM_GIT_SHA") or None
+
+
+#: what the benchmarks themselves write: a run that wrote one part's result is still clean
+OUTPUTS = ("bench/results/", "docs/img/bench-")
+
+
+def _git_clean() -> bool | None:
+    """True when the working tree had no change (tracked or untracked) against the commit,
+    apart from the benchmarks' own outputs; ``$PODIUM_GIT_CLEAN`` (1 or 0) wins where set."""
+    flag = os.environ.get("PODIUM_GIT_CLEAN")
+    if flag in ("0", "1"):
+        return flag == "1"
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        out = subprocess.run(
+            ["git", "status", "--porcelain"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        changed = [line[3:] for line in out.stdout.splitlines() if line.strip()]
+        return not [p for p in changed if not p.startswith(OUTPUTS)]
     return None
 
 
 def machine() -> dict[str, Any]:
-    """Where and when a result was measured; the load average says how shared the CPU was."""
+    """Where and when a result was measured, at which commit, and whether the tree was
+    clean there; the load average says how shared the CPU was."""
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "cpu": _cpu_model(),
@@ -67,6 +95,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "git_sha": _git_sha(),
+        "git_clean": _git_clean(),
     }
 
 
@@ -150,6 +179,19 @@ def start_engine(
     raise RuntimeError(
         f"the engine was not ready within {ready_timeout_s:g} s:\n{engine.log_tail()}"
     )
+
+
+@contextlib.contextmanager
+def paced_engine(rate: float) -> Iterator[EngineProcess]:
+    """``bench.paced_engine`` answering at ``rate`` tokens/s per request (0: at once)."""
+    port = free_port()
+    engine = start_engine(
+        ["-m", "bench.paced_engine", "--rate", str(rate), "--port", str(port)], port=port
+    )
+    try:
+        yield engine
+    finally:
+        engine.stop()
 
 
 @contextlib.contextmanager

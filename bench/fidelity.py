@@ -31,13 +31,14 @@ import dataclasses
 import itertools
 import math
 import statistics
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from bench.common import cpu_prompts, free_port, start_engine
+from bench.common import cpu_prompts, paced_engine
 from schemas.challenge import ChallengeSpec, load_challenge
 from verifier.harness.client import EngineClient
 from verifier.harness.stats import summarize
@@ -71,11 +72,24 @@ def requests_per_trial(rate: float, concurrency: int, trial_s: float) -> int:
     return per_stream * concurrency
 
 
-async def _measure(url: str, spec: ChallengeSpec) -> TpsResult:
+async def _measure(
+    url: str, spec: ChallengeSpec, client_cls: type[EngineClient] = EngineClient
+) -> TpsResult:
     prompts = cpu_prompts(8)
-    async with EngineClient(url, timeout_s=120.0, concurrency=spec.tps.concurrency) as client:
+    async with client_cls(url, timeout_s=120.0, concurrency=spec.tps.concurrency) as client:
         model = await client.served_model()
         return await measure_tps(client, spec, prompts, model=model, warmup_prompts=prompts)
+
+
+def engine_log(url: str, expected: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    """The engine's log of the cell, once it holds ``expected`` requests: the engine logs
+    each one just after writing its answer, so the client can ask before the last is in."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        log: list[dict[str, Any]] = httpx.get(url + "/stats", trust_env=False).json()["requests"]
+        if len(log) >= expected or time.monotonic() > deadline:
+            return log
+        time.sleep(0.01)
 
 
 def engine_side(log: Sequence[dict[str, Any]], warmup: int, per_trial: int) -> list[dict[str, Any]]:
@@ -108,13 +122,20 @@ def engine_side(log: Sequence[dict[str, Any]], warmup: int, per_trial: int) -> l
 
 
 def run_cell(
-    url: str, rate: float, concurrency: int, trials: int, trial_s: float
+    url: str,
+    rate: float,
+    concurrency: int,
+    trials: int,
+    trial_s: float,
+    client_cls: type[EngineClient] = EngineClient,
 ) -> dict[str, Any]:
+    """``trials`` timed trials of one cell through ``client_cls`` (the harness's own client
+    unless a benchmark compares others), judged against the engine's clock."""
     per_trial = requests_per_trial(rate, concurrency, trial_s)
     spec = workload(concurrency, per_trial, trials)
     httpx.get(url + "/stats?reset=1", trust_env=False).raise_for_status()
-    result = asyncio.run(_measure(url, spec))
-    log = httpx.get(url + "/stats", trust_env=False).json()["requests"]
+    result = asyncio.run(_measure(url, spec, client_cls))
+    log = engine_log(url, spec.tps.warmup_requests + trials * per_trial)
     engine = engine_side(log, spec.tps.warmup_requests, per_trial)
     nominal = rate * concurrency if rate > 0 else None
     rows = []
@@ -177,17 +198,11 @@ def run(*, quick: bool = False, rates: Sequence[float] = RATES) -> dict[str, Any
     trials, trial_s = (3, 1.5) if quick else (5, 3.0)
     cells = []
     for rate in [*rates, 0]:
-        port = free_port()
-        engine = start_engine(
-            ["-m", "bench.paced_engine", "--rate", str(rate), "--port", str(port)], port=port
-        )
-        try:
+        with paced_engine(rate) as engine:
             for concurrency in CONCURRENCY:
                 cell = run_cell(engine.url, rate, concurrency, trials, trial_s)
                 cells.append(cell)
                 _print_cell(cell)
-        finally:
-            engine.stop()
     paced = [c for c in cells if c["rate"] > 0]
     return {
         "trials_per_cell": trials,

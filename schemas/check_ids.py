@@ -5,7 +5,9 @@ once released. Each is declared here and nowhere else; code that emits a finding
 check result names it through the constants below (``submission`` and ``verifier``
 alike), and ``docs/measurement.md`` is tested against this table.
 
-- ``phase``: where in the pipeline the id is emitted (``intake``, ``environment``,
+- ``phase``: where the id is emitted: ``submission`` (the participant's own
+  ``podium submission validate / package``, before any bundle exists), then the
+  verifier's pipeline (``intake``, ``environment``,
   ``rebuild``, ``evaluation`` while the participant's engine runs, ``reference`` after it
   has stopped and the verifier's own model judges what it did, ``verdict``).
 - ``severity``: the severity of the finding the id raises (``error`` or ``warning``).
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PHASES = ("intake", "environment", "rebuild", "evaluation", "reference", "verdict")
+PHASES = ("submission", "intake", "environment", "rebuild", "evaluation", "reference", "verdict")
 EFFECTS = ("REJECTED", "FAILED", "UNOFFICIAL", "none")
 
 
@@ -123,6 +125,87 @@ CONFIG_SCHEMA = _declare(
 )
 CONFIG_KNOB_NOT_ALLOWED = _declare(
     "config.knob-not-allowed", "intake", "a knob the challenge's allow-list does not name"
+)
+CONFIG_KNOB_NAME = _declare(
+    "config.knob-name", "intake", "a key of the engine config is not an UPPER_CASE knob name"
+)
+CONFIG_UNKNOWN_KNOB = _declare(
+    "config.unknown-knob",
+    "intake",
+    "an UPPER_CASE key one typo away from a known knob (passed on as it is)",
+    severity="warning",
+)
+
+# -- submission: the participant's own checks, before a bundle exists --------------------
+ENGINE_KNOB_IGNORED = _declare(
+    "engine.knob-ignored",
+    "submission",
+    "a knob the chosen engine never reads (a vLLM knob on a baseline entry)",
+    severity="warning",
+)
+SUBMISSION_GENERATED_FILE = _declare(
+    "submission.generated-file",
+    "submission",
+    "an engine-config.json in the directory that matches podium.toml: it is never used",
+    severity="warning",
+)
+SUBMISSION_MISSING_CONFIG = _declare(
+    "submission.missing-config", "submission", "the directory has no podium.toml"
+)
+SUBMISSION_CONFIG_PARSE = _declare(
+    "submission.config-parse", "submission", "podium.toml is not valid TOML"
+)
+SUBMISSION_CONFIG_SCHEMA = _declare(
+    "submission.config-schema", "submission", "podium.toml breaks its schema"
+)
+SUBMISSION_UNKNOWN_CHALLENGE = _declare(
+    "submission.unknown-challenge", "submission", "podium.toml names no known challenge"
+)
+SUBMISSION_NAME = _declare(
+    "submission.name", "submission", "a team or entry name that is not a valid name"
+)
+SUBMISSION_MODEL_PIN = _declare(
+    "submission.model-pin", "submission", "the model pin is not the challenge's"
+)
+SUBMISSION_SERVED_MODEL_NAME = _declare(
+    "submission.served-model-name",
+    "submission",
+    "SERVED_MODEL_NAME differs from the entry's served_model_name",
+)
+SUBMISSION_MISSING_DOCKERFILE = _declare(
+    "submission.missing-dockerfile", "submission", "the Dockerfile the entry names is missing"
+)
+SUBMISSION_DOCKERFILE_BASE = _declare(
+    "submission.dockerfile-base",
+    "submission",
+    "the Dockerfile does not build FROM ${BASE_IMAGE}, so the base cannot be pinned",
+)
+SUBMISSION_REQUIREMENTS = _declare(
+    "submission.requirements", "submission", "a requirements line is not NAME==VERSION[ --hash]"
+)
+SUBMISSION_SYMLINK_OUTSIDE = _declare(
+    "submission.symlink-outside", "submission", "a link that leaves the directory, or dangles"
+)
+SUBMISSION_SYMLINK_DIR = _declare("submission.symlink-dir", "submission", "a link to a directory")
+SUBMISSION_SPECIAL_FILE = _declare(
+    "submission.special-file", "submission", "a device, socket or FIFO in the directory"
+)
+SUBMISSION_TOO_MANY_FILES = _declare(
+    "submission.too-many-files", "submission", "more files than the challenge allows"
+)
+SUBMISSION_TOO_LARGE = _declare(
+    "submission.too-large", "submission", "more bytes than the challenge allows"
+)
+SUBMISSION_ORIGIN_MISSING = _declare(
+    "submission.origin-missing",
+    "submission",
+    "an imported entry's original manifest is missing",
+)
+SUBMISSION_CONFIG_EDITED = _declare(
+    "submission.config-edited",
+    "submission",
+    "an engine-config.json in the directory that differs from podium.toml: edits there "
+    "would be lost",
 )
 
 # -- environment and rebuild -------------------------------------------------------------

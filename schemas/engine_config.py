@@ -10,17 +10,27 @@ whose message is one sentence naming the key.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from podium.errors import SchemaError, UsageError
 from schemas.challenge import ChallengeSpec, Rule
+from schemas.check_ids import (
+    CONFIG_KNOB_NAME,
+    CONFIG_KNOB_NOT_ALLOWED,
+    CONFIG_SCHEMA,
+    CONFIG_UNKNOWN_KNOB,
+)
 from schemas.findings import Finding
 from schemas.validate import validation_errors
 
 KNOWN_KNOBS_SCHEMA_KIND = "engine-config"
+#: What the schema's ``propertyNames`` allows.
+KNOB_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
 def _decode_env_value(raw: str) -> Any:
@@ -122,20 +132,65 @@ def rule_fires(rule: Rule, config: dict[str, Any]) -> bool:
     raise SchemaError(f"unknown rule op {rule.op!r}", json_path=f"$.engine.forbidden[{rule.id}]")
 
 
+def _closest_knob(key: str) -> str | None:
+    """The known knob a misspelt key most likely meant (``dtype`` -> ``DTYPE``)."""
+    known = _known_knobs()
+    upper = re.sub(r"[^A-Z0-9_]", "_", key.upper())
+    if upper in known:
+        return upper
+    close = difflib.get_close_matches(upper, known, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _name_findings(config: dict[str, Any], file: str | None) -> list[Finding]:
+    """Keys that are not knob names, and UPPER_CASE keys one typo away from a known knob."""
+    known = set(_known_knobs())
+    out = []
+    for key in config:
+        where = f"{file}:{key}" if file else key
+        meant = _closest_knob(key)
+        if not KNOB_NAME.fullmatch(key):
+            out.append(
+                Finding(
+                    check_id=CONFIG_KNOB_NAME,
+                    severity="error",
+                    message=f"{key!r} is not a knob name: knob names are UPPER_CASE letters, "
+                    "digits and '_'.",
+                    hint=f"did you mean {meant}?" if meant else "write the name in UPPER_CASE",
+                    where=where,
+                )
+            )
+        elif key not in known and meant is not None:
+            out.append(
+                Finding(
+                    check_id=CONFIG_UNKNOWN_KNOB,
+                    severity="warning",
+                    message=f"{key} is not a knob podium knows; it is passed to the engine "
+                    "as it is.",
+                    hint=f"did you mean {meant}?",
+                    where=where,
+                )
+            )
+    return out
+
+
 def check_engine_config(
     config: dict[str, Any], challenge: ChallengeSpec | None = None, *, file: str | None = None
 ) -> list[Finding]:
-    """Every problem of ``config`` at once: schema errors, then the challenge's rules."""
-    findings = [
-        Finding(
-            check_id="config.schema",
-            severity="error",
-            message=f"{err.json_path.removeprefix('$.')}: {err.message}",
-            hint=f"expected {err.expected}" if err.expected else None,
-            where=f"{file}:{err.json_path}" if file else err.json_path,
+    """Every problem of ``config`` at once: names, schema errors, then the challenge's rules."""
+    findings = _name_findings(config, file)
+    named = {k: v for k, v in config.items() if KNOB_NAME.fullmatch(k)}
+    for err in validation_errors(KNOWN_KNOBS_SCHEMA_KIND, named, file=file):
+        place = err.json_path.removeprefix("$.")
+        findings.append(
+            Finding(
+                check_id=CONFIG_SCHEMA,
+                severity="error",
+                message=err.message if place == "$" else f"{place}: {err.message}",
+                hint=f"expected {err.expected}" if err.expected else None,
+                where=file or place,
+            )
         )
-        for err in validation_errors(KNOWN_KNOBS_SCHEMA_KIND, config, file=file)
-    ]
     if challenge is None:
         return findings
     allowed = challenge.engine.allowed_knobs
@@ -145,7 +200,7 @@ def check_engine_config(
             if key in schema_known and key not in allowed:
                 findings.append(
                     Finding(
-                        check_id="config.knob-not-allowed",
+                        check_id=CONFIG_KNOB_NOT_ALLOWED,
                         severity="error",
                         message=f"{key} is not a knob the {challenge.id} challenge allows.",
                         hint=f"allowed knobs: {', '.join(allowed)}",

@@ -27,6 +27,7 @@ ENGINE_REPO=podium/engine-base
 ENGINE_ALIAS=$ENGINE_REPO:bookworm
 VLLM_REPO=podium/vllm-cpu
 VLLM_ALIAS=$VLLM_REPO:0.32.0
+APT_DIR=${APT_DIR:-/etc/apt}
 
 log() { printf '[build-images] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -41,7 +42,8 @@ image_label() {
 }
 
 # The Debian mirror apt uses on this machine (bookworm main), so debootstrap goes where
-# apt already goes; PODIUM_DEBIAN_MIRROR overrides it.
+# apt already goes; PODIUM_DEBIAN_MIRROR overrides it. With neither, it fails: podium
+# ships no mirror host of its own. APT_DIR (default /etc/apt) is where apt's sources are.
 debian_mirror() {
     if [[ -n ${PODIUM_DEBIAN_MIRROR:-} ]]; then
         echo "$PODIUM_DEBIAN_MIRROR"
@@ -50,7 +52,7 @@ debian_mirror() {
     local url=""
     shopt -s nullglob
     local f
-    for f in /etc/apt/sources.list.d/*.sources; do
+    for f in "$APT_DIR"/sources.list.d/*.sources; do
         url=$(awk 'BEGIN { RS = ""; FS = "\n" }
             {
                 uris = ""; suites = ""
@@ -63,14 +65,15 @@ debian_mirror() {
         [[ -n $url ]] && break
     done
     if [[ -z $url ]]; then
-        for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        for f in "$APT_DIR"/sources.list "$APT_DIR"/sources.list.d/*.list; do
             [[ -f $f ]] || continue
             url=$(awk '$1 == "deb" { i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
                        if ($(i + 1) == "bookworm") { print $i; exit } }' "$f")
             [[ -n $url ]] && break
         done
     fi
-    echo "${url:-http://deb.debian.org/debian}"
+    [[ -n $url ]] || return 1
+    echo "$url"
 }
 
 build_base() {
@@ -83,7 +86,7 @@ build_base() {
         log "reusing cached rootfs $tarball"
     else
         command -v debootstrap >/dev/null || die "debootstrap is missing (apt-get install debootstrap)"
-        mirror=$(debian_mirror)
+        mirror=$(debian_mirror) || die "no Debian bookworm mirror in $APT_DIR/sources.list{,.d}; set PODIUM_DEBIAN_MIRROR=URL"
         tmpdir=$(mktemp -d "$CACHE/base/rootfs.XXXXXX")
         # shellcheck disable=SC2064
         trap "rm -rf '$tmpdir'" EXIT
@@ -282,4 +285,7 @@ main() {
     echo "$id"
 }
 
-main "$@"
+# Sourced (by a test, to call one function), it defines the functions and runs nothing.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+    main "$@"
+fi

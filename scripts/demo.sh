@@ -10,7 +10,8 @@ STORE=${STORE:-./leaderboard-data}
 KEY="$OUT/keys/organizer.pem"
 
 mkdir -p "$OUT"
-echo "== 1. participant: package examples/tiny-baseline"
+echo "== 1. participant: validate and package examples/tiny-baseline"
+"$PODIUM" submission validate examples/tiny-baseline
 "$PODIUM" submission package examples/tiny-baseline -o "$OUT/dist"
 
 echo "== 2. organizer: a signing key (kept in $OUT/keys)"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from podium.errors import BundleError, UsageError
+from podium.errors import BundleError, DockerError, UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from submission.defaults import MANIFEST_FILE
@@ -46,6 +46,7 @@ class Packaged:
     sha256_file: Path | None = None
     image: dict[str, Any] | None = None
     image_file: Path | None = None
+    build_log: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -60,6 +61,7 @@ class Packaged:
             "size": self.bundle.size if self.bundle else None,
             "sha256_file": str(self.sha256_file) if self.sha256_file else None,
             "image": self.image,
+            "build_log": str(self.build_log) if self.build_log else None,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -87,7 +89,7 @@ def _info(name: str, size: int, executable: bool, mtime: int) -> tarfile.TarInfo
 
 
 def _add_file(tar: tarfile.TarFile, local: LocalFile, sha256: str, mtime: int) -> None:
-    with open(local.source, "rb") as fh:
+    with local.open() as fh:
         reader = _Hashing(fh)
         try:
             tar.addfile(_info(local.path, local.size, local.executable, mtime), reader)
@@ -146,6 +148,22 @@ def _inside(child: Path, parent: Path) -> bool:
     return True
 
 
+def _claim_name(out_dir: Path, name: str, directory: Path, *, force: bool) -> None:
+    """Refuse to replace ``OUT/NAME.tar.gz`` that another directory packaged."""
+    bundle, source = out_dir / f"{name}.tar.gz", out_dir / f"{name}.source"
+    if force or not bundle.exists() or not source.is_file():
+        return
+    other = source.read_text(encoding="utf-8").strip()
+    if other and other != str(directory.resolve()):
+        raise UsageError(
+            f"{bundle} was packaged from {other}; packaging {directory} would replace it "
+            f"(both are team-entry {name!r})",
+            hint="give this entry its own team or entry in podium.toml, package into "
+            "another folder with -o, or pass --force to replace it",
+            where=str(bundle),
+        )
+
+
 def package(
     directory: Path,
     out_dir: Path,
@@ -154,8 +172,14 @@ def package(
     base_digest: str | None = None,
     build: bool = True,
     on_log: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> Packaged:
-    """Freeze ``directory``; write ``OUT/TEAM-ENTRY.tar.gz`` and ``.sha256``; build the image."""
+    """Freeze ``directory``; write ``OUT/TEAM-ENTRY.tar.gz`` and ``.sha256``; build the image.
+
+    ``OUT/TEAM-ENTRY.source`` records which directory the bundle came from: a bundle of
+    another directory under the same name is replaced only with ``force``. The build log
+    goes to ``OUT/TEAM-ENTRY.build.log`` (and, line by line, to ``on_log``).
+    """
     from submission.safe_bundle import open_bundle, remove_opened
 
     exclude = (out_dir,) if _inside(out_dir, directory) else ()
@@ -166,7 +190,9 @@ def package(
         return result
     assert frozen.manifest is not None
     name = f"{frozen.manifest.team}-{frozen.manifest.entry}"
+    _claim_name(out_dir, name, directory, force=force)
     info = write_bundle(frozen, out_dir / f"{name}.tar.gz")
+    (out_dir / f"{name}.source").write_text(f"{directory.resolve()}\n", encoding="utf-8")
     spec = challenge
     if spec is None:
         from schemas.challenge import load_challenge
@@ -196,14 +222,30 @@ def package(
         if build:
             from submission.image import build_submission_image
 
-            result.image = build_submission_image(
-                opened.root_dir,
-                manifest=opened.manifest,
-                bundle_sha256=info.sha256,
-                base_pin=frozen.base_pin or opened.manifest.engine.base_image.digest,
-                timeout_s=spec.limits.build_s,
-                on_log=on_log,
-            )
+            result.build_log = out_dir / f"{name}.build.log"
+            with open(result.build_log, "w", encoding="utf-8") as log:
+
+                def tee(line: str) -> None:
+                    log.write(line + "\n")
+                    if on_log is not None:
+                        on_log(line)
+
+                try:
+                    result.image = build_submission_image(
+                        opened.root_dir,
+                        manifest=opened.manifest,
+                        bundle_sha256=info.sha256,
+                        base_pin=frozen.base_pin or opened.manifest.engine.base_image.digest,
+                        timeout_s=spec.limits.build_s,
+                        on_log=tee,
+                    )
+                except DockerError as exc:
+                    raise DockerError(
+                        exc.message,
+                        hint=f"the whole build log is in {result.build_log}"
+                        + (f"; {exc.hint}" if exc.hint else ""),
+                        where=exc.where,
+                    ) from exc
             result.image_file = out_dir / f"{name}.image.json"
             result.image_file.write_text(
                 json.dumps(result.image, indent=2, sort_keys=True) + "\n", encoding="utf-8"

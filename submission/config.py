@@ -116,6 +116,14 @@ class SubmissionConfig:
         )
 
 
+def frozen_config(cfg: SubmissionConfig) -> dict[str, Any]:
+    """``[engine.config]`` plus ``SERVED_MODEL_NAME`` from ``engine.served_model_name``."""
+    config = dict(cfg.config)
+    if cfg.served_model_name and "SERVED_MODEL_NAME" not in config:
+        config["SERVED_MODEL_NAME"] = cfg.served_model_name
+    return config
+
+
 def load_config(directory: Path) -> tuple[SubmissionConfig | None, list[Finding]]:
     """Read ``DIR/podium.toml``; ``None`` and the findings when it cannot be used."""
     path = directory / CONFIG_FILE

@@ -9,13 +9,15 @@ not a regular file. Paths are POSIX, relative, and sorted bytewise so every late
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from podium.canonical import sha256_file
+from podium.canonical import sha256_bytes, sha256_file
 from schemas.findings import Finding
 from submission.defaults import (
     IGNORED_DIRS,
@@ -27,16 +29,33 @@ from submission.defaults import (
 
 @dataclass(frozen=True)
 class LocalFile:
-    """One file to bundle: ``path`` inside the bundle, ``source`` on disk."""
+    """One file to bundle: ``path`` inside the bundle, ``source`` on disk.
+
+    A generated file (``engine-config.json``) has its bytes in ``data`` and no source.
+    """
 
     path: str
-    source: Path
+    source: Path | None
     size: int
     mtime: float
     executable: bool
+    data: bytes | None = None
+
+    @classmethod
+    def generated(cls, path: str, data: bytes) -> LocalFile:
+        return cls(path, None, len(data), 0.0, False, data)
 
     def sha256(self) -> str:
+        if self.data is not None:
+            return sha256_bytes(self.data)
+        assert self.source is not None
         return sha256_file(self.source)
+
+    def open(self) -> BinaryIO:
+        if self.data is not None:
+            return io.BytesIO(self.data)
+        assert self.source is not None
+        return open(self.source, "rb")
 
 
 def _ignored(name: str) -> bool:

@@ -2,8 +2,10 @@
 
 Freezing pins the base image to a digest (through the Docker engine, or
 ``base_digest`` when there is none), records the challenge's model pin, the Python
-dependencies, the frozen engine config (also written to ``engine-config.json``, which the
-image reads) and the sha256, size and mode of every file.
+dependencies, the frozen engine config and the sha256, size and mode of every file.
+The image reads the config from ``engine-config.json``, which freeze generates from
+``[engine.config]`` of ``podium.toml`` into the bundle only: ``podium.toml`` is the one
+place a knob is set, and the directory holds no second copy to drift from it.
 
 ``created`` is ``SOURCE_DATE_EPOCH`` when set, otherwise the newest modification time of
 the participant's files (generated files excluded): packaging the same directory twice
@@ -27,7 +29,7 @@ from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.manifest import Dependency, Manifest
 from schemas.validate import read_json
-from submission.config import SubmissionConfig
+from submission.config import SubmissionConfig, frozen_config
 from submission.defaults import ENGINE_CONFIG_FILE, GENERATED_FILES, MANIFEST_FILE
 from submission.files import LocalFile, scan_files
 from submission.requirements import read_requirements
@@ -110,12 +112,10 @@ def resolve_base_image(ref: str, override: str | None = None) -> tuple[str, str]
     return image_id, image_id
 
 
-def frozen_config(cfg: SubmissionConfig) -> dict[str, Any]:
-    """``[engine.config]`` plus ``SERVED_MODEL_NAME`` from ``engine.served_model_name``."""
-    config = dict(cfg.config)
-    if cfg.served_model_name and "SERVED_MODEL_NAME" not in config:
-        config["SERVED_MODEL_NAME"] = cfg.served_model_name
-    return config
+def engine_config_file(cfg: SubmissionConfig) -> LocalFile:
+    """The bundle's ``engine-config.json``, generated from ``podium.toml``."""
+    text = json.dumps(frozen_config(cfg), indent=2, sort_keys=True) + "\n"
+    return LocalFile.generated(ENGINE_CONFIG_FILE, text.encode("utf-8"))
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -229,13 +229,12 @@ def freeze(
         return Frozen(directory, None, checked.findings)
     cfg, spec = checked.config, checked.challenge
     digest, pin = resolve_base_image(cfg.base_image, base_digest)
-    config_text = json.dumps(frozen_config(cfg), indent=2, sort_keys=True) + "\n"
-    _write_if_changed(directory / ENGINE_CONFIG_FILE, config_text)
     files, problems = scan_files(directory, exclude=exclude)
     if problems:  # the directory changed since validation
         return Frozen(directory, None, checked.findings + problems)
+    files = [f for f in files if f.path != ENGINE_CONFIG_FILE]  # validate vouched it matches
     vendored = vendored_engine(cfg.kind, files)
-    files = sorted(files + vendored, key=lambda f: f.path)
+    files = sorted([*files, *vendored, engine_config_file(cfg)], key=lambda f: f.path)
     manifest = build_manifest(
         cfg, spec, files, directory=directory, base_digest=digest, vendored=bool(vendored)
     )

@@ -18,7 +18,6 @@ from typing import Any
 from podium.errors import BundleError, HubError, UsageError
 from submission.defaults import MANIFEST_FILE, MAX_MANIFEST_BYTES
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
 LOGIN_HINT = "run `huggingface-cli login` (or `hf auth login`), or set HF_TOKEN"
 
 
@@ -144,7 +143,9 @@ def push_bundle(
     sha_text = f"{digest}  {bundle.name}\n".encode()
     manifest = read_bundle_manifest(bundle)
     tok = _token(token)
-    endpoint = endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
+    from podium.hub import resolve_endpoint
+
+    endpoint = resolve_endpoint(endpoint)
     prefix = path_in_repo.strip("/") + "/" if path_in_repo.strip("/") else ""
     names = {
         "bundle": f"{prefix}{bundle.name}",

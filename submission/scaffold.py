@@ -29,7 +29,8 @@ from submission.defaults import (
     VLLM_CPU_BASE_IMAGE,
 )
 
-_LAUNCH = ["python", "/submission/launch.py", "/submission/" + ENGINE_CONFIG_FILE, "--"]
+#: The baseline engine reads its knobs from the frozen config the bundle carries.
+BASELINE_CMD = ["python", "-m", "engines.baseline", "--config", "/submission/" + ENGINE_CONFIG_FILE]
 
 
 @dataclass
@@ -127,8 +128,16 @@ def _dockerfile(kind: str, base_image: str, port: int) -> str:
         port=port,
         copies=t.BASELINE_COPIES,
         entrypoint="",
-        cmd=t.cmd_json([*_LAUNCH, "python", "-m", "engines.baseline"]),
+        cmd=t.cmd_json(BASELINE_CMD),
     )
+
+
+def default_entry(directory: Path) -> str:
+    """The directory's name as an entry name (``my entry!`` -> ``my-entry``)."""
+    import re
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", directory.resolve().name).strip("-._")[:64]
+    return name or "entry-1"
 
 
 def init_submission(
@@ -137,11 +146,15 @@ def init_submission(
     *,
     kind: str = "baseline",
     team: str = "my-team",
-    entry: str = "entry-1",
+    entry: str | None = None,
     base_image: str | None = None,
     force: bool = False,
 ) -> InitResult:
-    """Write podium.toml, Dockerfile, README.md, launch.py and the engine sources."""
+    """Write podium.toml, Dockerfile, README.md and the engine sources.
+
+    ``entry`` defaults to the directory's name, so two entries made with the defaults do
+    not package to the same bundle name.
+    """
     import re
 
     if kind not in ("baseline", "vllm", "custom"):
@@ -151,6 +164,7 @@ def init_submission(
             f"the {spec.id} challenge does not allow the {kind} engine",
             hint=f"allowed kinds: {', '.join(spec.engine.kinds)}",
         )
+    entry = entry or default_entry(directory)
     for key, value in (("team", team), ("entry", entry)):
         if not re.fullmatch(NAME_PATTERN, value):
             raise UsageError(
@@ -183,10 +197,7 @@ def init_submission(
         ),
         DOCKERFILE: _dockerfile(kind, base, port),
         "README.md": t.README.format(team=team, entry=entry, challenge=spec.id, kind=kind),
-        ENGINE_CONFIG_FILE: json.dumps(config, indent=2, sort_keys=True) + "\n",
     }
-    if kind != "vllm":
-        texts["launch.py"] = t.LAUNCH_PY
     for name, text in texts.items():
         (directory / name).write_text(text, encoding="utf-8")
         result.files.append(name)

@@ -1,4 +1,4 @@
-"""The text ``podium submission init`` writes: podium.toml, Dockerfiles, README, launcher.
+"""The text ``podium submission init`` writes: podium.toml, Dockerfiles, README.
 
 Templates are plain ``str.format`` strings; values are quoted with ``json.dumps``, which
 is a valid TOML basic string and a valid Dockerfile JSON-array element.
@@ -12,7 +12,8 @@ from typing import Any
 
 TOML = """\
 # podium submission: what you tune and how your engine is built.
-# Check it with `podium submission validate .`; package it with `podium submission package .`.
+# Check it with `podium submission validate .`; measure it with `podium submission selfcheck .`;
+# package it with `podium submission package .`.
 
 # The challenge this entry competes in (`podium challenge list`).
 challenge = {challenge}
@@ -35,7 +36,9 @@ served_model_name = {served_model_name}
 [engine.config]
 # The knobs, as KEY = value (schema: `podium schema show engine-config`). The challenge
 # lists which knobs are allowed and which settings are forbidden (`podium challenge show`).
-# Freezing writes them to engine-config.json, which the engine reads at start-up.
+# This table is the only place a knob is set: packaging writes it into the bundle as
+# engine-config.json, which the engine reads at start-up (`validate` names the knobs the
+# chosen engine kind ignores).
 {config}
 [engine.env]
 # Extra environment variables for the engine process (strings only), set by the verifier
@@ -53,51 +56,22 @@ README = """\
 A podium submission for the `{challenge}` challenge, engine kind `{kind}`.
 
     podium submission validate .            # every problem at once, with a hint each
+    podium submission selfcheck .           # the organizers' measurement, on public prompts
     podium submission package . -o dist     # freeze, bundle dist/{team}-{entry}.tar.gz, build
 
-- `podium.toml`: challenge, team, entry, engine kind, base image, port and the engine knobs.
+- `podium.toml`: challenge, team, entry, engine kind, base image, port and the engine knobs
+  (`[engine.config]`, the one place a knob is set).
 - `Dockerfile`: builds the engine image. Keep `ARG BASE_IMAGE` / `FROM ${{BASE_IMAGE}}`: the
   verifier passes the frozen base image digest there.
 - `engine/`: the engine sources copied into the image (`PYTHONPATH=/submission/engine`).
-- `launch.py`: reads `engine-config.json` (written when you package) and starts the engine.
+
+Packaging writes `engine-config.json` (the knobs of `[engine.config]`) into the bundle, and
+the image's command reads it; the directory keeps no copy of it.
 
 The model is never bundled: the verifier mounts its own pinned copy read-only at `/model`.
 Packaging is deterministic: the same directory gives the same bytes (set `SOURCE_DATE_EPOCH`
 to pin the manifest's `created` time on a fresh checkout).
 """
-
-LAUNCH_PY = '''\
-"""Start the engine with the frozen knobs of engine-config.json as environment variables.
-
-Usage: python launch.py CONFIG.json -- COMMAND [ARGS...]. Scalar knobs become strings
-(true -> 1, false -> 0), objects and lists compact JSON; a knob overrides the image's
-environment, so the frozen config is what runs.
-"""
-
-import json
-import os
-import sys
-
-
-def main() -> None:
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        raise SystemExit("usage: python launch.py CONFIG.json -- COMMAND [ARGS...]")
-    with open(sys.argv[1], encoding="utf-8") as fh:
-        config = json.load(fh)
-    for key, value in config.items():
-        if isinstance(value, bool):
-            value = int(value)
-        if isinstance(value, (dict, list)):
-            os.environ[key] = json.dumps(value, sort_keys=True, separators=(",", ":"))
-        else:
-            os.environ[key] = str(value)
-    command = sys.argv[3:]
-    os.execvp(command[0], command)
-
-
-if __name__ == "__main__":
-    main()
-'''
 
 PROTOCOL = """\
 # What the verifier does with this image (docs/engine-protocol.md has the details):
@@ -122,6 +96,7 @@ CUSTOM_PROTOCOL = (
 #                              return_token_ids: true -> choices[0].token_ids (generated ids)
 #   POST /v1/chat/completions  "messages" with the chat template applied by the engine; same
 #                              sampling fields and return_token_ids; non-streaming answers
+# The knobs of [engine.config] are in /submission/engine-config.json (a JSON object).
 # Logprobs are natural-log probabilities (<= 0), never logits. The same code path must
 # serve every request: the verifier checks generated tokens against teacher-forced argmax.
 """
@@ -144,7 +119,7 @@ EXPOSE {port}
 
 BASELINE_COPIES = """\
 COPY engine/ /submission/engine/
-COPY launch.py engine-config.json /submission/"""
+COPY engine-config.json /submission/"""
 
 
 def toml_value(value: Any) -> str:

@@ -13,10 +13,15 @@ from pathlib import Path
 
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec, load_challenge
-from schemas.engine_config import check_engine_config
+from schemas.check_ids import (
+    ENGINE_KNOB_IGNORED,
+    SUBMISSION_CONFIG_EDITED,
+    SUBMISSION_GENERATED_FILE,
+)
+from schemas.engine_config import KNOB_NAME, check_engine_config
 from schemas.findings import Finding, errors_in
-from submission.config import NAME_PATTERN, SubmissionConfig, load_config
-from submission.defaults import CONFIG_FILE
+from submission.config import NAME_PATTERN, SubmissionConfig, frozen_config, load_config
+from submission.defaults import CONFIG_FILE, ENGINE_CONFIG_FILE
 from submission.files import LocalFile, scan_files
 from submission.requirements import read_requirements
 
@@ -134,6 +139,69 @@ def _check_engine(cfg: SubmissionConfig, spec: ChallengeSpec) -> list[Finding]:
     return out
 
 
+def _check_ignored_knobs(cfg: SubmissionConfig) -> list[Finding]:
+    """Knobs the chosen engine never reads: a warning, so nobody tunes a dead setting."""
+    if cfg.kind != "baseline":
+        return []  # vLLM's launcher maps every knob; a custom engine reads what it likes
+    from engines.baseline.config import KNOBS
+
+    ignored = [key for key in cfg.config if key not in KNOBS and KNOB_NAME.fullmatch(key)]
+    if not ignored:
+        return []
+    return [
+        Finding(
+            ENGINE_KNOB_IGNORED,
+            "warning",
+            f"the baseline engine ignores {', '.join(ignored)}: it reads only {', '.join(KNOBS)}.",
+            hint="remove them from [engine.config], or use engine kind vllm, which acts on them",
+            where="engine.config",
+        )
+    ]
+
+
+def _check_generated_config(directory: Path, cfg: SubmissionConfig) -> list[Finding]:
+    """``engine-config.json`` is generated into the bundle; a copy here is never used."""
+    import json
+
+    path = directory / ENGINE_CONFIG_FILE
+    if not path.is_file():
+        return []
+    try:
+        copy = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        copy = None
+    want = frozen_config(cfg)
+    if copy == want:
+        return [
+            Finding(
+                SUBMISSION_GENERATED_FILE,
+                "warning",
+                f"{ENGINE_CONFIG_FILE} is generated from [engine.config] of {CONFIG_FILE} when "
+                "the bundle is made; this copy matches it and is not used.",
+                hint=f"delete {ENGINE_CONFIG_FILE}",
+                where=ENGINE_CONFIG_FILE,
+            )
+        ]
+    differ = sorted(
+        k
+        for k in set(want) | set(copy if isinstance(copy, dict) else {})
+        if not isinstance(copy, dict) or copy.get(k) != want.get(k)
+    )
+    return [
+        Finding(
+            SUBMISSION_CONFIG_EDITED,
+            "error",
+            f"{ENGINE_CONFIG_FILE} differs from [engine.config] of {CONFIG_FILE}"
+            + (f" ({', '.join(differ)})" if differ else "")
+            + f": the bundle's copy is generated from {CONFIG_FILE}, so edits to this file "
+            "would be lost.",
+            hint=f"move the change into [engine.config] of {CONFIG_FILE}, then delete "
+            f"{ENGINE_CONFIG_FILE}",
+            where=ENGINE_CONFIG_FILE,
+        )
+    ]
+
+
 def _check_model(cfg: SubmissionConfig, spec: ChallengeSpec) -> list[Finding]:
     out = []
     for key, want in (("repo_id", spec.model.repo_id), ("revision", spec.model.revision)):
@@ -213,6 +281,7 @@ def validate_submission(
     result.challenge = spec
     result.findings += _check_names(cfg)
     result.findings += _check_dockerfile(directory, cfg)
+    result.findings += _check_generated_config(directory, cfg)
     if (
         cfg.origin
         and cfg.origin.get("manifest")
@@ -229,6 +298,7 @@ def validate_submission(
         )
     if spec is not None:
         result.findings += _check_engine(cfg, spec)
+        result.findings += _check_ignored_knobs(cfg)
         result.findings += _check_model(cfg, spec)
         result.findings += _check_limits(files, spec)
     return result

@@ -25,7 +25,8 @@ Usage::
         HfApi(endpoint=hub.endpoint).create_repo("org/name", repo_type="dataset")
 
 ``huggingface_hub`` refuses all requests when ``HF_HUB_OFFLINE`` was set at import;
-``allow_hub_requests(monkeypatch)`` lifts that for one test (and its subprocesses).
+``allow_hub_requests(monkeypatch)`` lifts that for one test (and its subprocesses), and
+switches off the xet transfers this server does not speak.
 """
 
 from __future__ import annotations
@@ -417,15 +418,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._body()
         self._json(200, {"errors": [], "warnings": []})
 
+    def _at(self, rtype: str, rid: str, rev: str) -> tuple[Repo, Commit] | None:
+        """The repo and the commit ``rev`` names (under the lock); None once answered 404."""
+        repo = self._repo(rtype, rid)
+        if repo is None:
+            return None
+        commit = repo.resolve(rev)
+        if commit is None:
+            self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+            return None
+        return repo, commit
+
     def _info(self, query: dict[str, str], rtype: str, rid: str, rev: str) -> None:
         with self.hub.lock:
-            repo = self._repo(rtype, rid)
-            if repo is None:
+            found = self._at(rtype, rid, rev)
+            if found is None:
                 return
-            commit = repo.resolve(rev)
-            if commit is None:
-                self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                return
+            repo, commit = found
             doc = {
                 "_id": hashlib.sha1(rid.encode()).hexdigest()[:24],
                 "id": rid,
@@ -513,13 +522,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _tree(self, query: dict[str, str], rtype: str, rid: str, rev: str, folder: str) -> None:
         recursive = query.get("recursive", "false").lower() == "true"
         with self.hub.lock:
-            repo = self._repo(rtype, rid)
-            if repo is None:
+            found = self._at(rtype, rid, rev)
+            if found is None:
                 return
-            commit = repo.resolve(rev)
-            if commit is None:
-                self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                return
+            commit = found[1]
             entries = _tree_entries(commit.files, folder, recursive)
         if entries is None:
             self._error(404, f"{folder} does not exist on {rev}", "EntryNotFound")
@@ -538,13 +544,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _resolve(self, query: dict[str, str], rtype: str, rid: str, rev: str, path: str) -> None:
         with self.hub.lock:
-            repo = self._repo(rtype, rid)
-            if repo is None:
+            found = self._at(rtype, rid, rev)
+            if found is None:
                 return
-            commit = repo.resolve(rev)
-            if commit is None:
-                self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                return
+            commit = found[1]
             data = commit.files.get(path)
             oid = commit.oid
         if data is None:
@@ -696,8 +699,15 @@ def _tree_entries(
 
 
 def allow_hub_requests(monkeypatch: Any) -> None:
-    """Let ``huggingface_hub`` talk to a local fake Hub in this test and its children."""
+    """Let ``huggingface_hub`` talk to a local fake Hub in this test and its children.
+
+    The fake speaks the plain HTTP upload paths only (inline files and LFS), not xet, so
+    xet is switched off here, for this test, in this process (``constants``, which the
+    client reads at call time) and in its children (the variable, read at import).
+    """
     from huggingface_hub import constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)

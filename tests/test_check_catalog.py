@@ -21,7 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("podium", "schemas", "submission", "verifier", "leaderboard")
 ROW = re.compile(r"^\| `([a-z0-9.-]+)` \| (\w+) \| (\w+) \| (\w+) \| (.+) \|$")
 #: what a check id looks like (file names such as ``config.json`` do not)
-ID = re.compile(r"^(bundle|env|image|ppl|tps|integrity|verdict|config|engine)\.[a-z][a-z0-9-]*$")
+ID = re.compile(
+    r"^(bundle|env|image|ppl|tps|integrity|verdict|config|engine|submission)\.[a-z][a-z0-9-]*$"
+)
 
 
 def doc_rows() -> dict[str, tuple[str, str, str]]:

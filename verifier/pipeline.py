@@ -105,7 +105,14 @@ class _Run:
         )
         self.sets: EvaluationSets | None = None
 
-    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
+    def timed(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        *,
+        verdict: Callable[[Any], str | None] = lambda _: None,
+    ) -> Any:
+        """Run one stage; ``verdict(result)`` names why a stage that returned still failed."""
         self.ev.stage(name, "running")
         t0 = time.perf_counter()
         try:
@@ -116,8 +123,10 @@ class _Run:
             )
             self.ev.stage(name, "failed", exc.message)
             raise
-        self.record.stages.append(Stage(name, "ok", round(time.perf_counter() - t0, 3)))
-        self.ev.stage(name, "ok")
+        failed = verdict(result)
+        seconds = round(time.perf_counter() - t0, 3)
+        self.record.stages.append(Stage(name, "failed" if failed else "ok", seconds, failed))
+        self.ev.stage(name, "failed" if failed else "ok", failed or "")
         return result
 
     def fail(self, stage: str, message: str, log_tail: str | None = None) -> None:
@@ -275,9 +284,18 @@ def _reference(
 def _pipeline(run: _Run, workdir: Path) -> None:
     req, rec = run.req, run.record
     spec, runner = req.spec, req.runner
-    opened = req.intake or run.timed("intake", lambda: intake(req.bundle, workdir, spec))
-    if req.intake is not None:
-        rec.stages.append(Stage("intake", "ok", 0.0, "run by the caller"))
+
+    def broken(result: Intake) -> str | None:
+        errors = sum(1 for f in result.findings if f.is_error)
+        return f"{errors} rule(s) broken: nothing is built or run" if not result.ok else None
+
+    if req.intake is None:
+        opened = run.timed("intake", lambda: intake(req.bundle, workdir, spec), verdict=broken)
+    else:
+        opened = req.intake
+        rec.stages.append(
+            Stage("intake", "failed" if broken(opened) else "ok", 0.0, "by the caller")
+        )
     rec.intake = opened
     rec.findings += opened.findings
     manifest = opened.manifest

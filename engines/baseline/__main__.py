@@ -3,7 +3,10 @@
 Every option can also come from the environment, so a container is configured without
 a command line: ``MODEL_PATH``, ``HOST``, ``PORT``, ``SERVED_MODEL_NAME``, ``DEVICE``,
 ``DTYPE``, ``MAX_MODEL_LEN``, ``ENGINE_CLASS`` (``module:Class``, a ``BaselineEngine``
-subclass). Command-line options win over the environment.
+subclass). ``--config FILE`` (or ``ENGINE_CONFIG``) reads a frozen engine config (the
+submission's ``engine-config.json``); of its knobs the baseline engine uses those in
+``engines.baseline.config.KNOBS`` and no other. Precedence: command line, then the
+config file, then the environment, so the frozen config is what runs in a container.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import sys
 
 from engines.baseline.app import serve
+from engines.baseline.config import read_config
 from engines.baseline.model import BaselineEngine
 
 
@@ -27,19 +31,37 @@ def _engine_class(spec: str) -> type[BaselineEngine]:
     return cls
 
 
+def _settings(argv: list[str] | None) -> dict[str, str]:
+    """The environment, overlaid with the knobs of ``--config``/``ENGINE_CONFIG``."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=os.environ.get("ENGINE_CONFIG"))
+    known, _ = pre.parse_known_args(argv)
+    env = dict(os.environ)
+    if known.config:
+        env.update(read_config(known.config))
+    return env
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    env = os.environ
+    env = _settings(argv)
     parser = argparse.ArgumentParser(
         prog="python -m engines.baseline",
         description="Serve a local transformers checkpoint over vLLM's OpenAI-compatible API.",
+    )
+    parser.add_argument(
+        "--config", default=env.get("ENGINE_CONFIG"), help="frozen engine config (JSON)"
     )
     parser.add_argument("--model", default=env.get("MODEL_PATH"), help="local model folder")
     parser.add_argument("--host", default=env.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(env.get("PORT", "8000")))
     parser.add_argument("--served-model-name", default=env.get("SERVED_MODEL_NAME"))
-    parser.add_argument("--device", default=env.get("DEVICE", "cpu"), choices=["cpu", "cuda"])
     parser.add_argument(
-        "--dtype", default=env.get("DTYPE", "float32"), choices=["float32", "bfloat16", "float16"]
+        "--device", default=env.get("DEVICE", "cpu"), choices=["auto", "cpu", "cuda"]
+    )
+    parser.add_argument(
+        "--dtype",
+        default=env.get("DTYPE", "float32"),
+        choices=["auto", "float32", "bfloat16", "float16"],
     )
     parser.add_argument(
         "--max-model-len",

@@ -16,11 +16,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engines.baseline.errors import ApiError, bad_request
-from engines.baseline.model import BaselineEngine, Generation
+from engines.baseline.model import BaselineEngine, Generation, TokenStep
 from engines.baseline.protocol import (
     DEFAULT_MAX_LOGPROBS,
     ChatRequest,
     CompletionRequest,
+    Prompt,
     SamplingParams,
     parse_chat,
     parse_completion,
@@ -31,6 +32,7 @@ from engines.baseline.responses import (
     chat_logprob_json,
     prompt_logprobs_json,
 )
+from engines.baseline.stops import StopStrings
 
 
 @dataclass
@@ -152,22 +154,38 @@ class Api:
     def completions(self, body: Any) -> Reply:
         request = parse_completion(body, self.engine.sampling_defaults, self.max_logprobs)
         self._check_model(request.model)
-        if isinstance(request.prompt, str):
-            prompt_ids = self.engine.encode_text(request.prompt, request.add_special_tokens)
-        else:
-            prompt_ids = list(request.prompt)
-            self._check_ids(prompt_ids, "prompt")
         self._check_ids(list(request.sampling.stop_token_ids), "stop_token_ids")
-        sampling = self._resolve_length(prompt_ids, request.sampling)
+        prepared = []  # every prompt is checked before any of them runs
+        for prompt in request.prompts:
+            if isinstance(prompt, str):
+                prompt_ids = self.engine.encode_text(prompt, request.add_special_tokens)
+            else:
+                prompt_ids = list(prompt)
+                self._check_ids(prompt_ids, "prompt")
+            prepared.append((prompt_ids, self._resolve_length(prompt_ids, request.sampling)))
         scored = request.prompt_logprobs
-        if request.echo and sampling.logprobs is not None:
-            scored = max(scored or 0, sampling.logprobs)
-        gen, hold = self._start(prompt_ids, sampling, scored)
-        return self._reply(
-            request.stream,
-            hold,
-            lambda: self._completion_body(request, gen),
-            lambda: self._completion_events(request, gen),
+        if request.echo and request.sampling.logprobs is not None:
+            scored = max(scored or 0, request.sampling.logprobs)
+        if request.stream:
+            gen, hold = self._start(*prepared[0], scored)
+            return Reply(events=self._completion_events(request, gen), close=hold.release)
+        choices, usages = [], []
+        for index, (prompt_ids, sampling) in enumerate(prepared):
+            gen, hold = self._start(prompt_ids, sampling, scored)
+            try:
+                choices.append(self._completion_choice(request, gen, index))
+            finally:
+                hold.release()
+            usages.append(self.engine.report_usage(gen.prompt_ids, gen.output_ids))
+        return Reply(
+            body={
+                "id": f"cmpl-{uuid.uuid4().hex}",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": self.served_model_name,
+                "choices": choices,
+                "usage": {k: sum(u.get(k, 0) for u in usages) for k in usages[0]},
+            }
         )
 
     def _legacy(self, request: CompletionRequest, generation: Generation) -> LegacyLogprobs | None:
@@ -183,22 +201,45 @@ class Api:
                 logprobs.add(token_id, entry)
         return logprobs
 
-    def _completion_body(self, request: CompletionRequest, gen: Generation) -> dict[str, Any]:
-        legacy = self._legacy(request, gen)
+    def _echo(self, prompt: Prompt, gen: Generation) -> str:
+        """The echoed prompt, as vLLM gives it: the text sent, or the ids decoded with
+        their special tokens."""
+        return prompt if isinstance(prompt, str) else self.engine.token_texts(gen.prompt_ids)
+
+    def _run(
+        self, gen: Generation, stop: tuple[str, ...], each: Callable[[TokenStep], None]
+    ) -> tuple[str, TokenStep | None, str | None]:
+        """Run ``gen`` to its end or to a stop string: (text, last step, stop string hit)."""
         last = None
         for step in gen:
+            each(step)
+            last = step
+            if stop:
+                text = self.engine.decode(gen.output_ids)
+                hits = [(i, s) for s in stop if (i := text.find(s)) >= 0]
+                if hits:
+                    index, hit = min(hits)
+                    return text[:index], last, hit
+        return self.engine.decode(gen.output_ids), last, None
+
+    def _completion_choice(
+        self, request: CompletionRequest, gen: Generation, index: int
+    ) -> dict[str, Any]:
+        legacy = self._legacy(request, gen)
+
+        def each(step: TokenStep) -> None:
             if legacy is not None:
                 legacy.add(step.token_id, step.logprobs)
-            last = step
-        text = self.engine.decode(gen.output_ids)
+
+        text, last, hit = self._run(gen, request.sampling.stop, each)
         if request.echo:
-            text = self.engine.decode(gen.prompt_ids) + text
+            text = self._echo(request.prompts[index], gen) + text
         choice: dict[str, Any] = {
-            "index": 0,
+            "index": index,
             "text": text,
             "logprobs": legacy.to_json() if legacy is not None else None,
-            "finish_reason": last.finish_reason if last is not None else "length",
-            "stop_reason": last.stop_reason if last is not None else None,
+            "finish_reason": "stop" if hit else (last.finish_reason if last else "length"),
+            "stop_reason": hit if hit else (last.stop_reason if last is not None else None),
             "prompt_logprobs": (
                 prompt_logprobs_json(gen.prompt_logprobs, self.engine.token_text)
                 if request.prompt_logprobs is not None and gen.prompt_logprobs is not None
@@ -208,14 +249,15 @@ class Api:
         if request.return_token_ids:
             choice["prompt_token_ids"] = gen.prompt_ids
             choice["token_ids"] = gen.output_ids
-        return {
-            "id": f"cmpl-{uuid.uuid4().hex}",
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": self.served_model_name,
-            "choices": [choice],
-            "usage": self.engine.report_usage(gen.prompt_ids, gen.output_ids),
-        }
+        return choice
+
+    def _usage_event(
+        self, include: bool, head: dict[str, Any], gen: Generation
+    ) -> Iterator[dict[str, Any]]:
+        """A stream's last chunk: the usage, when the request's stream_options ask for it."""
+        if include:
+            usage = self.engine.report_usage(gen.prompt_ids, gen.output_ids)
+            yield {**head, "choices": [], "usage": usage}
 
     def _completion_events(
         self, request: CompletionRequest, gen: Generation
@@ -227,17 +269,21 @@ class Api:
             "model": self.served_model_name,
         }
         text = IncrementalText(self.engine.decode)
+        stops = StopStrings(request.sampling.stop)
         first = True
         for step in gen:
+            piece = stops.feed(text.add(step.token_id))
+            if stops.hit is None and step.finish_reason is not None:
+                piece += stops.flush()
             choice: dict[str, Any] = {
                 "index": 0,
-                "text": text.add(step.token_id),
+                "text": piece,
                 "logprobs": None,
-                "finish_reason": step.finish_reason,
-                "stop_reason": step.stop_reason,
+                "finish_reason": "stop" if stops.hit else step.finish_reason,
+                "stop_reason": stops.hit or step.stop_reason,
             }
             if request.echo and first:
-                choice["text"] = self.engine.decode(gen.prompt_ids) + choice["text"]
+                choice["text"] = self._echo(request.prompts[0], gen) + choice["text"]
             if request.sampling.logprobs is not None:
                 legacy = LegacyLogprobs(self.engine.token_text, request.return_tokens_as_token_ids)
                 legacy.add(step.token_id, step.logprobs)
@@ -248,12 +294,9 @@ class Api:
                     choice["prompt_token_ids"] = gen.prompt_ids
             first = False
             yield {**head, "choices": [choice]}
-        if request.include_usage:
-            yield {
-                **head,
-                "choices": [],
-                "usage": self.engine.report_usage(gen.prompt_ids, gen.output_ids),
-            }
+            if stops.hit:
+                break
+        yield from self._usage_event(request.include_usage, head, gen)
 
     # -- /v1/chat/completions -----------------------------------------------------------
 
@@ -282,19 +325,20 @@ class Api:
 
     def _chat_body(self, request: ChatRequest, gen: Generation) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
-        last = None
-        for step in gen:
+
+        def each(step: TokenStep) -> None:
             if step.logprobs is not None:
                 content.append(
                     chat_logprob_json(step.token_id, step.logprobs, self.engine.token_text)
                 )
-            last = step
+
+        text, last, hit = self._run(gen, request.sampling.stop, each)
         choice: dict[str, Any] = {
             "index": 0,
-            "message": {"role": "assistant", "content": self.engine.decode(gen.output_ids)},
+            "message": {"role": "assistant", "content": text},
             "logprobs": {"content": content} if request.sampling.logprobs is not None else None,
-            "finish_reason": last.finish_reason if last is not None else "length",
-            "stop_reason": last.stop_reason if last is not None else None,
+            "finish_reason": "stop" if hit else (last.finish_reason if last else "length"),
+            "stop_reason": hit if hit else (last.stop_reason if last is not None else None),
         }
         if request.return_token_ids:
             choice["token_ids"] = gen.output_ids
@@ -329,17 +373,21 @@ class Api:
         if request.return_token_ids:
             first["prompt_token_ids"] = gen.prompt_ids
         text = IncrementalText(self.engine.decode)
+        stops = StopStrings(request.sampling.stop)
         started = False
         for step in gen:
             if not started:
                 yield first
                 started = True
+            piece = stops.feed(text.add(step.token_id))
+            if stops.hit is None and step.finish_reason is not None:
+                piece += stops.flush()
             choice: dict[str, Any] = {
                 "index": 0,
-                "delta": {"content": text.add(step.token_id)},
+                "delta": {"content": piece},
                 "logprobs": None,
-                "finish_reason": step.finish_reason,
-                "stop_reason": step.stop_reason,
+                "finish_reason": "stop" if stops.hit else step.finish_reason,
+                "stop_reason": stops.hit or step.stop_reason,
             }
             if step.logprobs is not None:
                 entry = chat_logprob_json(step.token_id, step.logprobs, self.engine.token_text)
@@ -347,9 +395,6 @@ class Api:
             if request.return_token_ids:
                 choice["token_ids"] = [step.token_id]
             yield {**head, "choices": [choice]}
-        if request.include_usage:
-            yield {
-                **head,
-                "choices": [],
-                "usage": self.engine.report_usage(gen.prompt_ids, gen.output_ids),
-            }
+            if stops.hit:
+                break
+        yield from self._usage_event(request.include_usage, head, gen)

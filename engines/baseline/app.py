@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -50,8 +51,16 @@ def start_server(
     return build_server(model_path, host, port, **kwargs).start()
 
 
-def serve(model_path: str | Path, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> None:
-    """Serve until SIGTERM or SIGINT; prints ``ready on http://HOST:PORT`` once listening."""
+def serve(
+    model_path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    on_ready: Callable[[str], None] | None = None,
+    **kwargs: Any,
+) -> None:
+    """Serve until SIGTERM or SIGINT; once listening, call ``on_ready(url)`` (by default,
+    print ``ready on http://HOST:PORT``)."""
     server = build_server(model_path, host, port, **kwargs)
 
     stoppers: list[threading.Thread] = []
@@ -64,7 +73,10 @@ def serve(model_path: str | Path, host: str = "127.0.0.1", port: int = 8000, **k
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        print(f"ready on {server.url}", flush=True)
+        if on_ready is None:
+            print(f"ready on {server.url}", flush=True)
+        else:
+            on_ready(server.url)
         server.serve_forever()
     finally:
         # let the stop finish closing the socket before the interpreter shuts down: a

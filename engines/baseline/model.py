@@ -96,6 +96,30 @@ class Generation:
             yield step
 
 
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``; other names pass through."""
+    import torch
+
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _torch_dtype(dtype: str) -> Any:
+    """The torch dtype of a name in ``DTYPES`` (``auto`` is left to transformers)."""
+    import torch
+
+    if dtype not in DTYPES[1:]:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    return getattr(torch, dtype)
+
+
 def _as_id_set(value: Any) -> set[int]:
     if value is None:
         return set()
@@ -116,14 +140,16 @@ class BaselineEngine:
         max_model_len: int | None = None,
         logprob_chunk_tokens: int | None = None,
     ) -> None:
+        """``device`` is one of ``DEVICES``, ``dtype`` one of ``DTYPES``: ``auto`` takes
+        the GPU when there is one, and the checkpoint's own dtype."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.model_path = Path(model_path)
-        self.device = torch.device(device)
+        self.device = torch.device(resolve_device(device))
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
         model = AutoModelForCausalLM.from_pretrained(
-            str(self.model_path), dtype=getattr(torch, dtype)
+            str(self.model_path), dtype="auto" if dtype == "auto" else _torch_dtype(dtype)
         )
         self.model = model.to(self.device)  # type: ignore[arg-type]
         self.model.eval()
@@ -157,10 +183,9 @@ class BaselineEngine:
     # -- text ----------------------------------------------------------------------------
 
     def encode_text(self, text: str, add_special_tokens: bool) -> list[int]:
-        """Tokenise a text prompt; with ``add_special_tokens`` the BOS token is prepended."""
-        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=False)
-        if add_special_tokens and self.bos_token_id is not None:
-            ids = [self.bos_token_id, *ids]
+        """Tokenise a text prompt as vLLM does: with ``add_special_tokens`` (the default of
+        ``/v1/completions``) the tokenizer adds its own special tokens, a BOS for Gemma."""
+        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=add_special_tokens)
         return ids
 
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> list[int]:
@@ -173,6 +198,10 @@ class BaselineEngine:
 
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def token_texts(self, ids: list[int]) -> str:
+        """The text of ``ids`` with their special tokens, as vLLM echoes a token prompt."""
+        return str(self.tokenizer.decode(ids, skip_special_tokens=False))
 
     def token_text(self, token_id: int) -> str:
         """The text of one token (special tokens included), as vLLM's ``decoded_token``."""

@@ -47,18 +47,25 @@ class SamplingParams:
     min_tokens: int
     stop_token_ids: tuple[int, ...]
     logprobs: int | None
+    #: Stop strings: generation ends once the generated text contains one; the text is cut
+    #: before it (vLLM's default, ``include_stop_str_in_output`` false).
+    stop: tuple[str, ...] = ()
 
     @property
     def greedy(self) -> bool:
         return self.temperature < 1e-5
 
 
+Prompt = str | tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class CompletionRequest:
-    """``POST /v1/completions``. ``prompt`` is text, or token ids used exactly as given."""
+    """``POST /v1/completions``. Each of ``prompts`` is text, or token ids used exactly as
+    given; a list of prompts (a batch) gets one choice per prompt, as vLLM answers it."""
 
     model: str | None
-    prompt: str | tuple[int, ...]
+    prompts: tuple[Prompt, ...]
     add_special_tokens: bool
     sampling: SamplingParams
     echo: bool
@@ -152,9 +159,6 @@ def _common(body: dict[str, Any]) -> str | None:
     n = _int(body, "n", minimum=1)
     if n is not None and n != 1:
         raise bad_request("only 'n': 1 is supported", "n")
-    stop = _get(body, "stop")
-    if stop is not _MISSING and stop != [] and stop != "":
-        raise bad_request("stop strings are not supported; use 'stop_token_ids'", "stop")
     model = _get(body, "model")
     if model is not _MISSING and not isinstance(model, str):
         raise bad_request("'model' must be a string", "model")
@@ -179,6 +183,13 @@ def _sampling(
         top_k = defaults.top_k
     elif top_k < -1:
         raise bad_request("'top_k' must be -1 or 0 (no cut) or at least 1", "top_k")
+    stop = _get(body, "stop")
+    if stop is _MISSING:
+        stop = []
+    if isinstance(stop, str):
+        stop = [stop]
+    if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
+        raise bad_request("'stop' must be a string or a list of strings", "stop")
     stop_ids = _get(body, "stop_token_ids")
     if stop_ids is _MISSING:
         stop_ids = []
@@ -194,6 +205,7 @@ def _sampling(
         min_tokens=_int(body, "min_tokens", minimum=0) or 0,
         stop_token_ids=_token_ids(stop_ids, "stop_token_ids"),
         logprobs=logprobs,
+        stop=tuple(x for x in stop if x),
     )
 
 
@@ -205,19 +217,7 @@ def parse_completion(
 ) -> CompletionRequest:
     """Check and type a ``/v1/completions`` body (raises ``ApiError`` 400)."""
     model = _common(body)
-    prompt = _get(body, "prompt")
-    if prompt is _MISSING:
-        raise bad_request("'prompt' is required", "prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
-        prompt = prompt[0]  # a batch of one prompt
-    if isinstance(prompt, str):
-        parsed: str | tuple[int, ...] = prompt
-    elif isinstance(prompt, list):
-        parsed = _token_ids(prompt, "prompt")
-    else:
-        raise bad_request("'prompt' must be a string or a list of integer token ids", "prompt")
-    if len(parsed) == 0:
-        raise bad_request("'prompt' must not be empty", "prompt")
+    prompts = _prompts(_get(body, "prompt"))
     echo = _bool(body, "echo", False)
     max_tokens = _int(body, "max_tokens", minimum=0)
     if max_tokens is None:
@@ -228,9 +228,13 @@ def parse_completion(
     prompt_logprobs = _logprob_count(body, "prompt_logprobs", max_logprobs)
     if prompt_logprobs is not None and stream:
         raise bad_request("'prompt_logprobs' cannot be combined with streaming", "prompt_logprobs")
+    if stream and len(prompts) > 1:
+        raise bad_request(
+            "streaming answers one prompt at a time; send a batch unstreamed", "prompt"
+        )
     return CompletionRequest(
         model=model,
-        prompt=parsed,
+        prompts=prompts,
         add_special_tokens=_bool(body, "add_special_tokens", True),
         sampling=_sampling(
             body,
@@ -245,6 +249,29 @@ def parse_completion(
         stream=stream,
         include_usage=_stream_options(body, stream),
     )
+
+
+def _prompts(prompt: Any) -> tuple[Prompt, ...]:
+    """vLLM's four prompt forms: text, token ids, a list of texts, a list of id lists."""
+    if prompt is _MISSING:
+        raise bad_request("'prompt' is required", "prompt")
+    if isinstance(prompt, str):
+        batch: list[Any] = [prompt]
+    elif isinstance(prompt, list) and prompt and all(isinstance(p, str | list) for p in prompt):
+        batch = prompt
+    elif isinstance(prompt, list):
+        batch = [prompt]
+    else:
+        raise bad_request(
+            "'prompt' must be a string, a list of token ids, or a list of either", "prompt"
+        )
+    out: list[Prompt] = []
+    for item in batch:
+        parsed: Prompt = item if isinstance(item, str) else _token_ids(item, "prompt")
+        if len(parsed) == 0:
+            raise bad_request("'prompt' must not be empty", "prompt")
+        out.append(parsed)
+    return tuple(out)
 
 
 def _message(item: Any, index: int) -> dict[str, str]:

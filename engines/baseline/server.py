@@ -22,6 +22,9 @@ from engines.baseline.errors import ApiError, error_body
 
 #: Largest accepted request body; a 4,096-token prompt as JSON is about 30 KB.
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+#: A body over the limit is still read (then dropped) up to this many times the limit, so
+#: the client hears the 413; beyond that the connection is closed unread.
+DRAIN_FACTOR = 4
 
 _ROUTES: dict[str, tuple[str, ...]] = {
     "/health": ("GET", "HEAD"),
@@ -136,6 +139,15 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.close_connection = True
 
+    def _drain(self, size: int) -> None:
+        """Read and drop up to ``size`` bytes (at most ``DRAIN_FACTOR`` x the limit)."""
+        left = min(size, DRAIN_FACTOR * self.server.max_body)
+        while left > 0:
+            chunk = self.rfile.read(min(left, 1 << 16))
+            if not chunk:
+                return
+            left -= len(chunk)
+
     def _read_json(self) -> Any:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
@@ -151,7 +163,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise ApiError(400, "invalid Content-Length")
         if size > self.server.max_body:
+            # Read the body before answering, as an ASGI server does: a client still
+            # sending would otherwise see a broken pipe instead of the 413.
             self.close_connection = True
+            self._drain(size)
             raise ApiError(413, f"the request body exceeds {self.server.max_body} bytes")
         raw = self.rfile.read(size)
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from podium.errors import UsageError
 
@@ -50,24 +50,15 @@ def open_store(url: str | None = None) -> Store:
 
 
 def _open_hub(url: str) -> Store:
-    parts = urlsplit(url)
-    path = (parts.netloc + parts.path).strip("/")
-    segments = path.split("/")
-    if len(segments) != 3 or segments[0] != "datasets" or not all(segments):
-        raise UsageError(
-            f"bad Hub store URL {url!r}", hint="write hf://datasets/ORG/NAME[@revision]"
-        )
-    name, _, revision = segments[2].partition("@")
-    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    endpoint = query.get("endpoint") or os.environ.get("HF_ENDPOINT") or None
-    private = {"1": True, "true": True, "0": False, "false": False}.get(query.get("private", ""))
+    from podium.hub import parse_dataset_url  # huggingface_hub only for Hub stores
 
-    from .hub import HubStore  # huggingface_hub only for Hub stores
+    from .hub import HubStore
 
+    parsed = parse_dataset_url(url)
     return HubStore(
-        f"{segments[1]}/{name}",
-        endpoint=endpoint,
+        parsed.repo_id,
+        endpoint=parsed.endpoint,
         token=os.environ.get("HF_TOKEN") or None,
-        revision=revision or "main",
-        private=private,
+        revision=parsed.revision or "main",
+        private=parsed.private,
     )

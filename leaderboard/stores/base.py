@@ -83,12 +83,13 @@ def key_path(key_id: str) -> str:
 
 
 def record_bytes(record: dict[str, Any]) -> bytes:
-    """How a record is written: indented, sorted keys, one trailing newline.
+    """How a record is written: one line (JSON Lines of one row), sorted keys, a newline.
 
-    The signature covers the canonical JSON, so the layout on disk is free to be
-    readable; the same record always gives the same bytes.
+    The signature covers the canonical JSON, so the layout on disk is free; one line is
+    what ``datasets`` reads row by row (the card's ``configs``). The same record always
+    gives the same bytes.
     """
-    return (json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    return (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def check_publishable(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:

@@ -3,18 +3,81 @@
 It tells a reader of the dataset what a row is and how to check one without trusting
 the host: fetch the organizer's public key from somewhere other than this dataset and
 run ``podium leaderboard verify``.
+
+Its front matter declares one ``configs`` entry per challenge, over
+``records/<challenge>/*.json``, with the rows' features, so the Hub's dataset viewer
+and ``datasets.load_dataset(repo_or_folder, "<challenge>")`` read one row per record
+(and never take the public keys under ``keys/`` for data). The submitted engine config
+and the findings vary from row to row, so they are typed ``json``.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from typing import Any
+
+_S: dict[str, Any] = {"dtype": "string"}
+_F: dict[str, Any] = {"dtype": "float64"}
+
+
+def _struct(name: str, fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"name": name, "struct": [{"name": k, **v} for k, v in fields.items()]}
+
+
+#: The features of a row, in the card's YAML form (``datasets.Features._to_yaml_list``).
+FEATURES: list[dict[str, Any]] = [
+    {"name": "schema_version", "dtype": "int64"},
+    *({"name": n, **_S} for n in ("kind", "record_id", "report_id", "report_sha256")),
+    _struct("challenge", {"id": _S, "version": _S}),
+    *({"name": n, **_S} for n in ("team", "entry", "verdict", "mode", "reason")),
+    _struct(
+        "metrics",
+        {
+            "tps": _F,
+            "tps_ci95": {"list": "float64"},
+            "tps_cv": _F,
+            "reported_tps": _F,
+            "ppl": _F,
+            "ppl_cap": _F,
+            "speedup": _F,
+            "baseline_tps": _F,
+        },
+    ),
+    _struct("engine", {"kind": _S, "config": {"dtype": "json"}}),
+    _struct("hardware", {"gpu_name": _S, "official": {"dtype": "bool"}, "summary": _S}),
+    *(
+        {"name": n, **_S}
+        for n in ("fingerprint_sha256", "image_id", "bundle_sha256", "toolkit_version")
+    ),
+    {"name": "verified_at", **_S},
+    {"name": "findings", "dtype": "json"},
+    _struct("signature", {"alg": _S, "key_id": _S, "value": _S}),
+]
+
+
+def front_matter(challenges: Iterable[str]) -> str:
+    """The card's YAML header: tags, one config per challenge and its features."""
+    names = sorted(set(challenges))
+    lines = ["---", "pretty_name: podium leaderboard", "tags:"]
+    lines += ["- podium", "- leaderboard", "- llm-inference"]
+    if names:
+        lines.append("configs:")
+        for name in names:
+            lines += [
+                f"- config_name: {json.dumps(name)}",
+                "  data_files:",
+                "  - split: train",
+                f"    path: {json.dumps(f'records/{name}/*.json')}",
+            ]
+        lines.append("dataset_info:")
+        features = json.dumps(FEATURES, separators=(", ", ": "))
+        for name in names:
+            lines += [f"- config_name: {json.dumps(name)}", f"  features: {features}"]
+    return "\n".join([*lines, "---", ""])
+
+
 CARD_TEMPLATE = """\
----
-pretty_name: podium leaderboard
-tags:
-- podium
-- leaderboard
-- llm-inference
----
 
 # podium leaderboard
 
@@ -52,6 +115,13 @@ organizers publish elsewhere before trusting it.
 
 {keys}
 
+## Load it
+
+```
+import datasets
+rows = datasets.load_dataset("{load}", "tiny", split="train")  # one config per challenge
+```
+
 ## Verify every row
 
 ```
@@ -64,9 +134,15 @@ It checks each row's schema, id and signature and lists any forged or altered ro
 """
 
 
-def render_card(keys: dict[str, bytes], url: str) -> str:
+def render_card(keys: dict[str, bytes], url: str, challenges: Iterable[str] | None = None) -> str:
+    """The card; ``challenges`` are those the store holds (default: the shipped ones)."""
+    if challenges is None:
+        from schemas.challenge import list_challenges
+
+        challenges = list_challenges()
     if keys:
         lines = "\n".join(f"- `{kid}`: `keys/{kid}.pub`" for kid in sorted(keys))
     else:
         lines = "- (no key published yet)"
-    return CARD_TEMPLATE.format(keys=lines, url=url)
+    load = url.removeprefix("hf://datasets/").split("@")[0].split("?")[0]
+    return front_matter(challenges) + CARD_TEMPLATE.format(keys=lines, url=url, load=load)

@@ -67,9 +67,13 @@ class LocalStore:
             ) from exc
 
     def _ensure_card(self, *, refresh: bool = False) -> None:
+        """Write the card when it is missing or no longer lists every challenge held."""
         card = self.root / CARD
-        if refresh or not card.exists():
-            self._write(CARD, render_card(self._keys_unlocked(), self.url).encode("utf-8"))
+        base = self.root / RECORDS_DIR
+        held = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+        text = render_card(self._keys_unlocked(), self.url, held or None).encode("utf-8")
+        if refresh or not card.exists() or card.read_bytes() != text:
+            self._write(CARD, text)
 
     # -- writing -----------------------------------------------------------------
 

@@ -1,4 +1,8 @@
-"""The terminal leaderboard: ranked VERIFIED rows, then the rest with their reason."""
+"""The terminal leaderboard: ranked VERIFIED rows, then the rest with their reason.
+
+Team, entry and reason come from participants (a reason can quote an engine's error), so
+every cell is a ``Text`` from ``podium.untrusted``: never markup, never control codes.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from leaderboard.ranking import Board
+from podium.untrusted import clean, text
 
 
 def _num(value: Any, fmt: str) -> str:
@@ -24,11 +29,11 @@ def _tps(metrics: dict[str, Any]) -> str:
 
 
 def _date(record: dict[str, Any]) -> str:
-    return str(record.get("verified_at", ""))[:10]
+    return clean(record.get("verified_at", ""))[:10]
 
 
 def ranked_table(board: Board) -> Table:
-    table = Table(title=f"{board.challenge}: VERIFIED, ranked by TPS", title_justify="left")
+    table = Table(title=text(f"{board.challenge}: VERIFIED, ranked by TPS"), title_justify="left")
     for name, justify in (
         ("#", "right"),
         ("team", "left"),
@@ -42,32 +47,28 @@ def ranked_table(board: Board) -> Table:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for row in board.ranked:
         m = row.record.get("metrics") or {}
-        table.add_row(
+        cells = [
             str(row.rank),
-            str(row.record.get("team")),
-            str(row.record.get("entry")),
+            row.record.get("team"),
+            row.record.get("entry"),
             _tps(m),
             _num(m.get("ppl"), ".3f"),
             _num(m.get("ppl_cap"), ".3f"),
             _num(m.get("speedup"), ".2f")
             + ("x" if isinstance(m.get("speedup"), (int, float)) else ""),
             _date(row.record),
-        )
+        ]
+        table.add_row(*(text(c) for c in cells))
     return table
 
 
 def others_table(board: Board) -> Table:
-    table = Table(title=f"{board.challenge}: not ranked", title_justify="left")
+    table = Table(title=text(f"{board.challenge}: not ranked"), title_justify="left")
     for name in ("verdict", "team", "entry", "reason", "date"):
         table.add_column(name, overflow="fold" if name == "reason" else "ellipsis")
     for rec in board.others:
-        table.add_row(
-            str(rec.get("verdict")),
-            str(rec.get("team")),
-            str(rec.get("entry")),
-            str(rec.get("reason") or "-"),
-            _date(rec),
-        )
+        cells = [rec.get("verdict"), rec.get("team"), rec.get("entry"), rec.get("reason") or "-"]
+        table.add_row(*(text(c) for c in [*cells, _date(rec)]))
     return table
 
 
@@ -79,6 +80,6 @@ def render(boards: list[Board], con: Console) -> None:
         if board.ranked:
             con.print(ranked_table(board))
         else:
-            con.print(f"{board.challenge}: no VERIFIED entry yet")
+            con.print(text(f"{board.challenge}: no VERIFIED entry yet"))
         if board.others:
             con.print(others_table(board))

@@ -1,7 +1,9 @@
 """The root of the ``podium`` command line.
 
 Exit codes: 0 ok / verified, 1 findings / rejected, 2 usage, 3 could not evaluate.
-Tracebacks only with ``--debug``.
+Tracebacks only with ``--debug``. Every command takes ``--json``: one JSON document on
+stdout, errors included (``{"error": {...}}``); the two servers (``engine serve``,
+``leaderboard serve``) print one JSON line once they listen.
 """
 
 from __future__ import annotations
@@ -9,16 +11,24 @@ from __future__ import annotations
 import sys
 import traceback
 
-import click
 import typer
 
 from podium import __version__
 from podium.cli import challenge as challenge_cmd
+from podium.cli import (
+    engine_cmd,
+    leaderboard_cmd,
+    queue_cmd,
+    submission_cmd,
+    verify_cmd,
+    worker_cmd,
+)
 from podium.cli import keys as keys_cmd
 from podium.cli import report as report_cmd
 from podium.cli import schema as schema_cmd
 from podium.cli.output import console, print_error, set_debug, set_json
-from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_USAGE, PodiumError
+from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_USAGE, PodiumError, UsageError
+from podium.untrusted import clean
 
 HELP = """\
 podium: verified LLM inference-speed competitions.
@@ -27,10 +37,14 @@ Participants package an engine config into a bundle; organizers rebuild it, meas
 TPS and PPL blind, sign a report and publish it to a leaderboard.
 
 Exit codes: 0 ok or VERIFIED, 1 findings or REJECTED, 2 usage error, 3 could not evaluate.
+Every command takes --json (errors too are then one JSON document); --debug shows
+tracebacks.
 
 Examples:
 
   podium challenge show fast-gemma
+
+  podium submission init my-entry
 
   podium schema validate engine-config winning.env --challenge fast-gemma
 """
@@ -47,6 +61,8 @@ app.add_typer(challenge_cmd.app, name="challenge")
 app.add_typer(schema_cmd.app, name="schema")
 app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(report_cmd.app, name="report")
+for _module in (engine_cmd, submission_cmd, verify_cmd, leaderboard_cmd, queue_cmd, worker_cmd):
+    _module.register(app)
 
 
 def _version(value: bool) -> None:
@@ -65,21 +81,28 @@ def root(
     set_debug(debug)
 
 
-def _register_optional() -> None:
-    """Sub-apps whose modules exist are added; each is wiring over its library."""
-    import importlib
+def _click_class(name: str) -> type[Exception]:
+    """The click exception class ``name`` that this typer raises.
 
-    for name in ("engine", "submission", "verify", "leaderboard", "queue", "worker"):
-        try:
-            module = importlib.import_module(f"podium.cli.{name}_cmd")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"podium.cli.{name}_cmd":
-                continue
-            raise
-        module.register(app)
+    typer either re-exports click or carries its own copy of it; ``typer.BadParameter``
+    derives from that click's ``UsageError`` and ``ClickException`` either way, so they
+    are found without importing click by name.
+    """
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == name:
+            return cls
+    raise LookupError(f"typer.BadParameter does not derive from a click {name}")
 
 
-_register_optional()
+ClickException = _click_class("ClickException")
+
+
+def _usage_error(exc: Exception) -> UsageError:
+    """A click usage error as podium's, naming the command's ``--help``."""
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "podium"
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    return UsageError(message, hint=f"see `{command} --help`")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -90,11 +113,16 @@ def main(argv: list[str] | None = None) -> None:
     set_debug(debug)
     try:
         rv = app(args=args, prog_name="podium", standalone_mode=False)
-    except click.exceptions.Abort:
+    except typer.Abort:
         console(stderr=True).print("aborted")
         sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
+    except ClickException as exc:
+        from podium.cli.output import json_mode
+
+        if json_mode():
+            print_error(_usage_error(exc))
+        else:
+            exc.show()  # type: ignore[attr-defined]
         sys.exit(EXIT_USAGE)
     except PodiumError as exc:
         if debug:
@@ -109,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         else:
             console(stderr=True).print(
-                f"internal error: {type(exc).__name__}: {exc}\n"
+                f"internal error: {type(exc).__name__}: {clean(exc)}\n"
                 "hint: rerun with --debug for the traceback",
                 markup=False,
             )

@@ -8,7 +8,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from podium.cli.output import JsonOpt, emit, set_json
+from podium.cli.options import JsonOpt
+from podium.cli.output import emit, set_json
+from podium.untrusted import markup, text
 from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
 
 app = typer.Typer(help="Challenge specs: the rules every result depends on.", no_args_is_help=True)
@@ -39,9 +41,8 @@ def list_cmd(json_out: JsonOpt = False) -> None:
         for col in ("id", "version", "title", "model", "hardware", "PPL cap"):
             table.add_column(col)
         for d in data:
-            table.add_row(
-                d["id"], d["version"], d["title"], d["model"], d["hardware"], f"{d['ppl_cap']:.4f}"
-            )
+            cells = (d["id"], d["version"], d["title"], d["model"], d["hardware"])
+            table.add_row(*(text(c) for c in cells), f"{d['ppl_cap']:.4f}")
         con.print(table)
 
     emit(data, human)
@@ -49,36 +50,44 @@ def list_cmd(json_out: JsonOpt = False) -> None:
 
 def _describe(spec: ChallengeSpec, con: Console) -> None:
     q, t, p = spec.quality, spec.tps, spec.ppl
-    con.print(f"[bold]{spec.title}[/] ({spec.id} {spec.version})")
-    con.print(f"model      {spec.model.repo_id} @ {spec.model.revision} ({spec.model.dtype})")
-    con.print(f"hardware   {spec.hardware.describe()}")
+    con.print(f"[bold]{markup(spec.title)}[/] ({markup(spec.id)} {markup(spec.version)})")
+    con.print(text(f"model      {spec.model.repo_id} @ {spec.model.revision} ({spec.model.dtype})"))
+    con.print(text(f"hardware   {spec.hardware.describe()}"))
     rule = (
         f"reference {q.reference_ppl} x {q.max_ratio}"
         if q.rule == "ratio"
         else f"absolute {q.max_ppl}"
     )
-    con.print(f"PPL cap    {q.cap:.4f} ({rule})")
+    con.print(text(f"PPL cap    {q.cap:.4f} ({rule})"))
     con.print(
-        f"PPL        {p.endpoint}, prompt_logprobs={p.prompt_logprobs}, "
-        f"add_special_tokens={str(p.add_special_tokens).lower()}, {p.aggregate}-average "
-        "over target tokens"
+        text(
+            f"PPL        {p.endpoint}, prompt_logprobs={p.prompt_logprobs}, "
+            f"add_special_tokens={str(p.add_special_tokens).lower()}, {p.aggregate}-average "
+            "over target tokens"
+        )
     )
     con.print(
-        f"TPS        {t.num_prompts} prompts x {t.max_tokens} tokens, "
-        f"ignore_eos={str(t.ignore_eos).lower()}, concurrency {t.concurrency}, "
-        f"{t.warmup_requests} warm-ups, seed {t.seed}, {t.endpoint}, "
-        f"stream={str(t.stream).lower()}, {t.trials} trials, "
-        f"reproduction within {t.reproduction_tolerance:.0%}"
+        text(
+            f"TPS        {t.num_prompts} prompts x {t.max_tokens} tokens, "
+            f"ignore_eos={str(t.ignore_eos).lower()}, concurrency {t.concurrency}, "
+            f"{t.warmup_requests} warm-ups, seed {t.seed}, {t.endpoint}, "
+            f"stream={str(t.stream).lower()}, {t.trials} trials, "
+            f"reproduction within {t.reproduction_tolerance:.0%}"
+        )
     )
     lim = spec.limits
     con.print(
-        f"limits     build {lim.build_s:.0f} s, start-up {lim.startup_s:.0f} s, "
-        f"evaluation {lim.evaluation_s:.0f} s, bundle {lim.bundle_bytes / 2**20:.0f} MiB, "
-        f"image {lim.image_bytes / 2**30:.0f} GiB"
+        text(
+            f"limits     build {lim.build_s:.0f} s, start-up {lim.startup_s:.0f} s, "
+            f"evaluation {lim.evaluation_s:.0f} s, bundle {lim.bundle_bytes / 2**20:.0f} MiB, "
+            f"image {lim.image_bytes / 2**30:.0f} GiB"
+        )
     )
     con.print(
-        f"engines    {', '.join(spec.engine.kinds)}; forbidden: "
-        + ", ".join(r.key for r in spec.engine.forbidden)
+        text(
+            f"engines    {', '.join(spec.engine.kinds)}; forbidden: "
+            + ", ".join(r.key for r in spec.engine.forbidden)
+        )
     )
 
 

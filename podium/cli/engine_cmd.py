@@ -6,10 +6,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
-from podium.cli.output import JsonOpt, emit, set_json
+from podium.cli.options import JsonOpt
+from podium.cli.output import emit, emit_line, set_json
 from podium.errors import UsageError
 from podium.extras import require
+from podium.untrusted import text
 
 app = typer.Typer(help="Engines: the baseline server and the vLLM launcher.", no_args_is_help=True)
 
@@ -42,13 +45,19 @@ def serve_cmd(
     served_model_name: Annotated[
         str | None, typer.Option(help="Name at /v1/models (default: the folder's name).")
     ] = None,
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    device: Annotated[
+        str, typer.Option(help="cpu, cuda, or auto (cuda when there is a GPU).")
+    ] = "cpu",
+    dtype: Annotated[
+        str, typer.Option(help="float32, bfloat16, float16, or auto (the checkpoint's).")
+    ] = "float32",
     max_model_len: Annotated[int | None, typer.Option(help="Longest prompt + output.")] = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Serve a model with the baseline engine as a plain process (Ctrl-C stops it).
 
     It speaks the protocol in docs/engine-protocol.md, the same as in its container.
+    With --json it prints one line, {"url": ...}, once it listens.
 
     Examples:
 
@@ -56,6 +65,7 @@ def serve_cmd(
 
       podium engine serve baseline --model ./my-checkpoint --device cuda --dtype bfloat16
     """
+    set_json(json_out)
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint=f"choose one of: {', '.join(ENGINES)}")
     require("torch", extra="engine")
@@ -71,6 +81,7 @@ def serve_cmd(
         dtype=dtype,
         max_model_len=max_model_len,
         quiet=False,
+        on_ready=(lambda url: emit_line({"url": url})) if json_out else None,
     )
 
 
@@ -114,14 +125,13 @@ def vllm_args_cmd(
     out: dict[str, object] = {"argv": argv, "env": env}
     if copy is not None:  # CENTROID_TOP_K: the launcher serves a copy of the drafter
         out["drafter_copy"] = {"from": copy.source, "to": copy.dest, "config": copy.config}
-    emit(
-        out,
-        lambda con: con.print(
-            " ".join(argv) + "".join(f"\n{k}={v}" for k, v in env.items()),
-            markup=False,
-            highlight=False,
-        ),
-    )
+
+    def human(con: Console) -> None:
+        con.print(text(" ".join(argv), multiline=False))
+        for k, v in env.items():
+            con.print(text(f"{k}={v}"))
+
+    emit(out, human)
 
 
 def register(root: typer.Typer) -> None:

@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
-from podium.cli.output import JsonOpt, emit, set_json
+from podium.cli.options import JsonOpt
+from podium.cli.output import emit, set_json
 from podium.signing import KeyPair, key_id, load_public_key, write_keypair
+from podium.untrusted import text
 
 app = typer.Typer(help="Signing keys (Ed25519).", no_args_is_help=True)
 
@@ -35,8 +37,10 @@ def generate_cmd(
     emit(
         data,
         lambda con: con.print(
-            f"wrote {path} (private, keep it secret) and {public_path} (publish it); "
-            f"key id {pair.key_id}"
+            text(
+                f"wrote {path} (private, keep it secret) and {public_path} (publish it); "
+                f"key id {pair.key_id}"
+            )
         ),
     )
 

@@ -12,20 +12,41 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from podium.cli.output import JsonOpt, console, emit, set_json
+from podium.cli.options import JsonOpt, KeyOpt, StoreOpt, require_signing_key
+from podium.cli.output import console, emit, emit_line, set_json
 from podium.errors import EXIT_FINDINGS, UsageError
-from podium.signing import load_private_key, load_public_key
+from podium.signing import load_public_key
+from podium.untrusted import markup, text
 
-StoreOpt = Annotated[
+ChallengeOpt = Annotated[
     str | None,
-    typer.Option(
-        "--store",
-        help="Folder or hf://datasets/ORG/NAME (default: $PODIUM_STORE or ./leaderboard-data).",
-    ),
+    typer.Option("--challenge", "-c", help="Only this challenge id (default: every challenge)."),
 ]
-ChallengeOpt = Annotated[str | None, typer.Option("--challenge", help="Only this challenge id.")]
 
 app = typer.Typer(help="The leaderboard: records, stores, views.", no_args_is_help=True)
+
+
+def open_existing(url: str | None) -> Any:
+    """A store to read from: a folder that does not exist, or is not a store, is an error."""
+    from leaderboard.stores import LocalStore, open_store, resolve_store_url
+
+    store = open_store(url)
+    if isinstance(store, LocalStore):
+        root = store.root
+        hint = (
+            "pass --store with a store folder or hf://datasets/ORG/NAME; "
+            "`podium verify BUNDLE --key KEY --publish DIR` creates one"
+        )
+        if not root.exists():
+            raise UsageError(
+                f"no leaderboard store at {resolve_store_url(url)}: no such folder", hint=hint
+            )
+        if not root.is_dir() or not any((root / p).exists() for p in ("README.md", "records")):
+            raise UsageError(
+                f"{resolve_store_url(url)} is not a leaderboard store (no README.md, no records/)",
+                hint=hint,
+            )
+    return store
 
 
 @app.command("show")
@@ -42,11 +63,10 @@ def show_cmd(
     Example: podium leaderboard show --store ./leaderboard-data --challenge fast-gemma
     """
     from leaderboard.ranking import build_boards
-    from leaderboard.stores import open_store
     from leaderboard.views.table import render
 
     set_json(json_out)
-    st = open_store(store)
+    st = open_existing(store)
     boards = build_boards(st.list_records(), challenge=challenge, best_per_team=not all_attempts)
     emit(
         {"store": st.url, "boards": [b.to_dict() for b in boards]}, lambda con: render(boards, con)
@@ -55,7 +75,7 @@ def show_cmd(
 
 @app.command("export")
 def export_cmd(
-    output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write.")],
     fmt: Annotated[str, typer.Option("--format", help="csv, parquet or json.")] = "csv",
     store: StoreOpt = None,
     json_out: JsonOpt = False,
@@ -64,14 +84,13 @@ def export_cmd(
 
     Example: podium leaderboard export --store ./leaderboard-data --format parquet -o lb.parquet
     """
-    from leaderboard.stores import open_store
     from leaderboard.views.export import export
 
     set_json(json_out)
-    st = open_store(store)
-    count = export(st.list_records(), fmt, output)
-    result = {"store": st.url, "format": fmt, "output": str(output), "rows": count}
-    emit(result, lambda con: con.print(f"wrote {count} rows to {output} ({fmt})"))
+    st = open_existing(store)
+    count = export(st.list_records(), fmt, out)
+    result = {"store": st.url, "format": fmt, "output": str(out), "rows": count}
+    emit(result, lambda con: con.print(f"wrote {count} rows to {markup(out)} ({markup(fmt)})"))
 
 
 @app.command("verify")
@@ -88,21 +107,17 @@ def verify_cmd(
 
     Example: podium leaderboard verify --store hf://datasets/org/lb --pubkey organizer.pem.pub
     """
-    from leaderboard.stores import open_store
     from leaderboard.verify import verify_store
 
     set_json(json_out)
-    st = open_store(store)
+    st = open_existing(store)
     check = verify_store(st, [load_public_key(p) for p in pubkey])
 
     def human(con: Console) -> None:
         for bad in check.bad:
-            con.print(f"[red]BAD[/] {bad.path}: {bad.problem}", highlight=False)
+            con.print(f"[red]BAD[/] {markup(bad.path)}: {markup(bad.problem)}")
         colour = "green" if check.ok else "red"
-        con.print(
-            f"[{colour}]{check.good} of {check.checked} rows verified[/] in {st.url}",
-            highlight=False,
-        )
+        con.print(f"[{colour}]{check.good} of {check.checked} rows verified[/] in {markup(st.url)}")
 
     emit({"store": st.url, **check.to_dict()}, human)
     if not check.ok:
@@ -112,9 +127,7 @@ def verify_cmd(
 @app.command("publish")
 def publish_cmd(
     reports: Annotated[list[Path], typer.Argument(help="Signed report JSON files.")],
-    key: Annotated[
-        Path, typer.Option("--key", help="Organizer private key (PEM) to sign records.")
-    ],
+    key: KeyOpt = None,
     pubkey: Annotated[
         Path | None,
         typer.Option("--pubkey", help="Key the reports were signed with, if not --key."),
@@ -131,7 +144,7 @@ def publish_cmd(
     from schemas.validate import read_json
 
     set_json(json_out)
-    keypair = load_private_key(key)
+    keypair = require_signing_key(key)
     public = load_public_key(pubkey) if pubkey else None
     docs: list[dict[str, Any]] = []
     for path in reports:
@@ -144,15 +157,15 @@ def publish_cmd(
     def human(con: Console) -> None:
         con.print(
             f"{len(done.result.added)} added, {len(done.result.already_present)} already "
-            f"present in {done.store} (key {done.key_id})",
-            highlight=False,
+            f"present in {markup(done.store)} (key {markup(done.key_id)})"
         )
         for r in done.records:
             con.print(
-                f"  {r['record_id']} {r['verdict']:<10} {r['team']}/{r['entry']} {r['reason']}",
-                markup=False,
-                highlight=False,
+                text(
+                    f"  {r['record_id']} {r['verdict']:<10} {r['team']}/{r['entry']} {r['reason']}"
+                )
             )
+        con.print(f"next: podium leaderboard show --store {markup(done.store)}")
 
     emit(done.to_dict(), human)
 
@@ -162,19 +175,24 @@ def serve_cmd(
     store: StoreOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0: any free port).")] = 7860,
+    json_out: JsonOpt = False,
 ) -> None:
     """Serve the leaderboard page and /records.json until interrupted.
 
+    With --json it prints one line, {"url": ...}, once it listens.
+
     Example: podium leaderboard serve --store ./leaderboard-data --port 7860
     """
-    from leaderboard.stores import open_store
     from leaderboard.views.web import make_server
 
-    server = make_server(open_store(store), host, port)
+    set_json(json_out)
+    server = make_server(open_existing(store), host, port)
     bound_host, bound_port = server.server_address[:2]
-    console(stderr=True).print(
-        f"serving http://{bound_host!s}:{bound_port}/ (Ctrl-C to stop)", highlight=False
-    )
+    url = f"http://{bound_host!s}:{bound_port}/"
+    if json_out:
+        emit_line({"url": url})
+    else:
+        console(stderr=True).print(f"serving {markup(url)} (Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -185,7 +203,7 @@ def serve_cmd(
 
 @app.command("build-site")
 def build_site_cmd(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write the site into.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the site into.")],
     store: StoreOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -193,15 +211,14 @@ def build_site_cmd(
 
     Example: podium leaderboard build-site --store ./leaderboard-data -o site/
     """
-    from leaderboard.stores import open_store
     from leaderboard.views.web import build_site
 
     set_json(json_out)
-    st = open_store(store)
-    files = build_site(st.list_records(), output, store=st.url)
+    st = open_existing(store)
+    files = build_site(st.list_records(), out, store=st.url)
     emit(
         {"store": st.url, "files": [str(f) for f in files]},
-        lambda con: con.print(f"wrote {len(files)} files to {output}", highlight=False),
+        lambda con: con.print(f"wrote {len(files)} files to {markup(out)}"),
     )
 
 

@@ -3,6 +3,10 @@
 ``--json`` prints one JSON document on stdout and nothing else; otherwise rich renders
 tables and colour, which vanish when stdout is not a terminal. Errors are one line on
 stderr plus a hint line (or a JSON ``{"error": ...}`` document with ``--json``).
+
+Text from participants and engines reaches the console only through ``podium.untrusted``
+(``text`` for a literal ``Text``, ``markup`` inside a markup string); the console itself
+never turns ``:name:`` into emoji.
 """
 
 from __future__ import annotations
@@ -11,14 +15,12 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from rich.console import Console
 
 from podium.errors import PodiumError
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document for machines.")]
+from podium.untrusted import markup
 
 _state: dict[str, bool] = {"json": False, "debug": False}
 
@@ -27,7 +29,7 @@ def console(stderr: bool = False) -> Console:
     """A rich console; off a terminal it is plain and as wide as ``COLUMNS`` (default 120)."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else int(os.environ.get("COLUMNS") or 120)
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width, emoji=False)
 
 
 def set_json(enabled: bool) -> None:
@@ -57,6 +59,12 @@ def emit(
     human(console())
 
 
+def emit_line(data: Any) -> None:
+    """One compact JSON line on stdout, flushed (a server saying where it listens)."""
+    sys.stdout.write(json.dumps(data, separators=(",", ":"), default=str) + "\n")
+    sys.stdout.flush()
+
+
 def error_document(exc: PodiumError) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "type": type(exc).__name__,
@@ -79,8 +87,8 @@ def print_error(exc: PodiumError) -> None:
         sys.stdout.write(json.dumps(error_document(exc), indent=2) + "\n")
         return
     err = console(stderr=True)
-    err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    err.print(f"[bold red]error:[/] {markup(exc)}")
     for sub in getattr(exc, "errors", [])[1:]:
-        err.print(f"       {sub}", markup=False, highlight=False)
+        err.print(f"       {markup(sub)}")
     if exc.hint:
-        err.print(f"[dim]hint:[/] {exc.hint}", highlight=False)
+        err.print(f"[dim]hint:[/] {markup(exc.hint)}")

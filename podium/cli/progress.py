@@ -19,6 +19,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from podium.untrusted import markup, text
 from verifier.pipeline import Events
 
 _MARK = {"ok": "[green]ok[/]", "failed": "[red]FAILED[/]", "skipped": "[yellow]skipped[/]"}
@@ -60,17 +61,17 @@ class RichEvents(Events):
             if self._bar and name not in self._tasks:
                 self._tasks[name] = self._bar.add_task(name, total=None)
             elif not self.live:
-                self.console.print(f"  {name} ...", highlight=False)
+                self.console.print(f"  {markup(name)} ...", highlight=False)
             return
         seconds = time.monotonic() - self._t0.get(name, time.monotonic())
         if self._bar and name in self._tasks:
             self._bar.remove_task(self._tasks.pop(name))
-        text = f"  {name:<12} {_MARK.get(status, status)}"
+        line = f"  {markup(name):<12} {_MARK.get(status, markup(status))}"
         if seconds >= 0.05:
-            text += f" [dim]{seconds:.1f} s[/]"
+            line += f" [dim]{seconds:.1f} s[/]"
         if note:
-            text += f"  {note}"
-        self.console.print(text, highlight=False)
+            line += f"  {markup(note)}"
+        self.console.print(line, highlight=False)
 
     def progress(self, stage: str, done: int, total: int) -> None:
         if not self._bar:
@@ -82,4 +83,4 @@ class RichEvents(Events):
 
     def log(self, line: str) -> None:
         if self.show_logs:
-            self.console.print(f"[dim]{line.rstrip()}[/]", highlight=False, markup=True)
+            self.console.print(text(line.rstrip(), "dim"))

@@ -9,12 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from podium.cli.output import JsonOpt, emit, set_json
-
-QueueOpt = Annotated[
-    str | None,
-    typer.Option("--queue", "-q", help="./dir or hf://datasets/ORG/NAME (default: $PODIUM_QUEUE)."),
-]
+from podium.cli.options import JsonOpt, QueueOpt
+from podium.cli.output import emit, set_json
+from podium.untrusted import text
 
 app = typer.Typer(
     help="""\
@@ -41,7 +38,7 @@ def _table(con: Console, rows: list[dict[str, Any]]) -> None:
     for col in COLUMNS:
         table.add_column(col)
     for r in rows:
-        table.add_row(*("" if r.get(c) is None else str(r[c]) for c in COLUMNS))
+        table.add_row(*(text("" if r.get(c) is None else r[c]) for c in COLUMNS))
     con.print(table)
 
 
@@ -97,13 +94,13 @@ def show(
     def human(con: Console) -> None:
         s = req.summary()
         con.print(
-            f"[bold]{s['request_id']}[/] {s['state']} {s['team']}/{s['entry']} ({s['challenge']})"
+            text(f"{s['request_id']} {s['state']} {s['team']}/{s['entry']} ({s['challenge']})")
         )
         for h in req.doc["history"]:
-            con.print(f"  {h['at']}  {h['state']:<9} {h['by']}  {h.get('note', '')}", markup=False)
+            con.print(text(f"  {h['at']}  {h['state']:<9} {h['by']}  {h.get('note', '')}"))
         if req.doc["result"]:
             for k, v in req.doc["result"].items():
-                con.print(f"  {k}: {v}", markup=False)
+                con.print(text(f"  {k}: {v}"))
 
     emit(req.doc, human)
 
@@ -119,7 +116,7 @@ def cancel(
 
     set_json(json_out)
     req = open_queue(queue).cancel(request_id)
-    emit(req.summary(), lambda con: con.print(f"{req.request_id} CANCELLED"))
+    emit(req.summary(), lambda con: con.print(text(f"{req.request_id} CANCELLED")))
 
 
 def register(root: typer.Typer) -> None:

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from podium.cli.output import JsonOpt, emit, set_json
+from podium.cli.options import JsonOpt, resolve_challenge
+from podium.cli.output import emit, set_json
 from podium.errors import EXIT_FINDINGS, SchemaError, UsageError
-from schemas.challenge import load_challenge
+from podium.untrusted import markup, text
 from schemas.engine_config import check_engine_config, load_engine_config
 from schemas.validate import KINDS, load_schema, read_json, schema_kinds, validation_errors
 
@@ -28,14 +29,20 @@ def list_cmd(json_out: JsonOpt = False) -> None:
 
     def human(con: Console) -> None:
         for d in data:
-            con.print(f"{d['kind']:<14} {d['title']}")
+            con.print(text(f"{d['kind']:<14} {d['title']}"))
 
     emit(data, human)
 
 
 @app.command("show")
-def show_cmd(kind: Annotated[str, typer.Argument(help="Schema kind.")]) -> None:
-    """Print a JSON Schema. Example: podium schema show engine-config"""
+def show_cmd(
+    kind: Annotated[str, typer.Argument(help="Schema kind.")], json_out: JsonOpt = False
+) -> None:
+    """Print a JSON Schema (always JSON; --json is accepted for uniformity).
+
+    Example: podium schema show engine-config
+    """
+    set_json(json_out)
     emit(load_schema(kind), as_json=True)
 
 
@@ -48,7 +55,10 @@ def validate_cmd(
     challenge: Annotated[
         str | None,
         typer.Option(
-            help="For engine-config: also apply this challenge's rules (default fast-gemma)."
+            "--challenge",
+            "-c",
+            help="For engine-config: also apply this challenge's rules "
+            "(default: $PODIUM_CHALLENGE, else tiny).",
         ),
     ] = None,
     no_rules: Annotated[
@@ -75,10 +85,16 @@ def validate_cmd(
         raise UsageError(f"no such file: {file}")
     if kind == "engine-config":
         config = load_engine_config(file)
-        spec = None if no_rules else load_challenge(challenge or "fast-gemma")
+        spec = None if no_rules else resolve_challenge(challenge)
         findings = check_engine_config(config, spec, file=str(file))
         problems = [
-            {"id": f.check_id, "where": f.where, "message": f.message, "hint": f.hint}
+            {
+                "id": f.check_id,
+                "severity": f.severity,
+                "where": f.where,
+                "message": f.message,
+                "hint": f.hint,
+            }
             for f in findings
         ]
     else:
@@ -98,18 +114,20 @@ def validate_cmd(
                 }
                 for e in validation_errors(kind, doc, file=str(file))
             ]
-    result = {"kind": kind, "file": str(file), "valid": not problems, "problems": problems}
+    failed = [p for p in problems if p.get("severity", "error") == "error"]
+    result = {"kind": kind, "file": str(file), "valid": not failed, "problems": problems}
 
     def human(con: Console) -> None:
-        if not problems:
-            con.print(f"[green]valid[/] {kind}: {file}")
-            return
-        con.print(f"[red]{len(problems)} problem(s)[/] in {file} ({kind}):")
+        errors = [p for p in problems if p.get("severity", "error") == "error"]
         for p in problems:
-            con.print(f"  [{p['id']}] {p['where']}: {p['message']}", markup=False)
+            con.print(text(f"  [{p['id']}] {p['where']}: {p['message']}"))
             if p["hint"]:
-                con.print(f"      hint: {p['hint']}", markup=False)
+                con.print(text(f"      hint: {p['hint']}", "dim"))
+        if errors:
+            con.print(f"[red]{len(errors)} problem(s)[/] in {markup(file)} ({markup(kind)})")
+        else:
+            con.print(f"[green]valid[/] {markup(kind)}: {markup(file)}")
 
     emit(result, human)
-    if problems:
+    if failed:
         raise typer.Exit(EXIT_FINDINGS)

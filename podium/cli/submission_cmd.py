@@ -1,63 +1,89 @@
-"""``podium submission``: init, validate, freeze, package, inspect, import and push.
+"""``podium submission``: init, validate, freeze, package, inspect, import, push, selfcheck.
 
-Each command is wiring over a function of the ``submission`` package. Exit codes: 0 ok,
-1 findings, 2 usage, 3 could not evaluate (Docker, Hub).
+Each command is wiring over a function of the ``submission`` package, and each ends by
+saying what to do next. Exit codes: 0 ok, 1 findings, 2 usage, 3 could not evaluate
+(Docker, Hub).
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
-from podium.cli.output import JsonOpt, console, emit, json_mode, set_json
-from podium.errors import EXIT_FINDINGS
-from schemas.challenge import ChallengeSpec, load_challenge
+from podium.cli.options import (
+    ChallengeOpt,
+    JsonOpt,
+    LocalRunner,
+    LocalRunnerOpt,
+    challenge_name,
+    out_option,
+    resolve_challenge,
+)
+from podium.cli.output import console, emit, json_mode, set_json
+from podium.errors import EXIT_FINDINGS, UsageError
+from podium.untrusted import markup, text
+from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
 from schemas.findings import Finding, errors_in
 
 app = typer.Typer(
-    help="Participant side: build, check and package a submission.", no_args_is_help=True
+    help="Participant side: build, check, measure and package a submission.",
+    no_args_is_help=True,
 )
 
 DirArg = Annotated[Path, typer.Argument(help="The submission directory.")]
-ChallengeOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--challenge", help="Challenge name or spec file (default: the one podium.toml names)."
-    ),
-]
 BaseDigestOpt = Annotated[
     str | None,
     typer.Option(
         "--base-digest", help="Pin the base image to this sha256:... without asking Docker."
     ),
 ]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Write into a non-empty directory.")]
+
+
+def _q(path: object) -> str:
+    return shlex.quote(str(path))
 
 
 def _spec(name: str | None) -> ChallengeSpec | None:
+    """``--challenge`` when given; otherwise the one podium.toml names (None here)."""
     return load_challenge(name) if name else None
 
 
-def _print_findings(con: Console, findings: list[Finding]) -> None:
+def print_findings(con: Console, findings: list[Finding]) -> None:
     for f in findings:
-        colour = "red" if f.is_error else "yellow"
-        con.print(f"  [{colour}]{f.check_id}[/] {f.where or ''}: ", end="")
-        con.print(f.message, markup=False)
+        line = Text("  ")
+        line.append(f.check_id, style="red" if f.is_error else "yellow")
+        if f.where:
+            line.append_text(text(f" {f.where}"))
+        line.append(": ")
+        line.append_text(text(f.message))
+        con.print(line)
         if f.hint:
-            con.print(f"      hint: {f.hint}", markup=False, style="dim")
+            con.print(text(f"      hint: {f.hint}", "dim"))
 
 
-def _finish(data: dict[str, Any], findings: list[Finding], ok_line: str) -> None:
+def _finish(
+    data: dict[str, Any], findings: list[Finding], ok_line: str, next_step: str | None = None
+) -> None:
+    """Print findings, then ``ok_line`` and ``next_step`` unless an error stopped it."""
+
     def human(con: Console) -> None:
-        if errors_in(findings):
-            con.print(f"[red]{len(errors_in(findings))} problem(s)[/]:")
-        elif not findings:
-            con.print(f"[green]ok[/] {ok_line}", highlight=False)
-        _print_findings(con, findings)
-        if findings and not errors_in(findings):
-            con.print(f"[green]ok[/] {ok_line}", highlight=False)
+        errors = errors_in(findings)
+        if errors:
+            con.print(f"[red]{len(errors)} problem(s)[/]:")
+        print_findings(con, findings)
+        if errors:
+            con.print("next: fix the problems above and run the command again")
+            return
+        con.print(Text.assemble(("ok ", "green"), text(ok_line, multiline=True)))
+        if next_step:
+            con.print(Text.assemble("next: ", text(next_step)))
 
     emit(data, human)
     if errors_in(findings):
@@ -67,18 +93,18 @@ def _finish(data: dict[str, Any], findings: list[Finding], ok_line: str) -> None
 @app.command("init")
 def init_cmd(
     directory: DirArg,
-    challenge: Annotated[str, typer.Option(help="Challenge name or spec file.")] = "tiny",
+    challenge: ChallengeOpt = None,
     engine: Annotated[
         str, typer.Option(help="Engine kind: baseline, vllm or custom.")
     ] = "baseline",
     team: Annotated[str, typer.Option(help="Team name.")] = "my-team",
-    entry: Annotated[str, typer.Option(help="Entry name.")] = "entry-1",
+    entry: Annotated[
+        str | None, typer.Option(help="Entry name (default: the directory's name).")
+    ] = None,
     base_image: Annotated[
         str | None, typer.Option(help="Base image reference to start FROM.")
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Write into a non-empty directory.")
-    ] = False,
+    force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Write a working submission directory (podium.toml, Dockerfile, README, engine sources).
@@ -94,7 +120,7 @@ def init_cmd(
     set_json(json_out)
     result = init_submission(
         directory,
-        load_challenge(challenge),
+        resolve_challenge(challenge),
         kind=engine,
         team=team,
         entry=entry,
@@ -104,12 +130,15 @@ def init_cmd(
 
     def human(con: Console) -> None:
         con.print(
-            f"[green]wrote[/] {directory} ({result.kind} engine, {result.challenge} "
-            f"challenge, {len(result.files)} files)"
+            f"[green]wrote[/] {markup(directory)} ({markup(result.kind)} engine, "
+            f"{markup(result.challenge)} challenge, {len(result.files)} files)"
         )
         for note in result.notes:
-            con.print(f"  note: {note}", markup=False)
-        con.print(f"next: podium submission validate {directory}", markup=False)
+            con.print(text(f"  note: {note}"))
+        con.print(
+            f"next: set your knobs in {markup(directory / 'podium.toml')}, then "
+            f"`podium submission validate {markup(_q(directory))}`"
+        )
 
     emit(result.to_dict(), human)
 
@@ -120,7 +149,7 @@ def validate_cmd(
 ) -> None:
     """Check a submission directory; every problem is listed at once with its id and a hint.
 
-    Exit 0 when valid, 1 when there are findings.
+    Exit 0 when valid (warnings included), 1 when there are errors.
 
     Examples:
 
@@ -132,7 +161,13 @@ def validate_cmd(
 
     set_json(json_out)
     result = validate_submission(directory, challenge=_spec(challenge))
-    _finish(result.to_dict(), result.findings, f"{directory} is a valid submission")
+    _finish(
+        result.to_dict(),
+        result.findings,
+        f"{directory} is a valid submission",
+        f"podium submission selfcheck {_q(directory)}  (the organizers' measurement on the "
+        f"public prompts), then podium submission package {_q(directory)}",
+    )
 
 
 @app.command("freeze")
@@ -161,22 +196,59 @@ def freeze_cmd(
         "manifest": frozen.manifest.to_dict() if frozen.manifest else None,
         "findings": [f.to_dict() for f in frozen.findings],
     }
-    _finish(data, frozen.findings, f"froze {directory}/manifest.json")
+    _finish(
+        data,
+        frozen.findings,
+        f"froze {directory / 'manifest.json'}",
+        f"podium submission package {_q(directory)}",
+    )
+
+
+class _BuildProgress:
+    """One status line while the image builds (``Step 3/9 : RUN ...``); the log goes to
+    a file, and to the screen only with ``--logs``."""
+
+    STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
+
+    def __init__(self, con: Console, *, show_logs: bool) -> None:
+        self.con, self.show_logs = con, show_logs
+        self.status: Any = None
+
+    def __enter__(self) -> _BuildProgress:
+        if self.con.is_terminal and not self.show_logs:
+            self.status = self.con.status("packaging ...")
+            self.status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def line(self, line: str) -> None:
+        if self.show_logs:
+            self.con.print(text(line, "dim"))
+        elif self.status is not None and (m := self.STEP.match(line.strip())):
+            self.status.update(Text(f"building the image: step {m[1]}: {m[2][:60]}"))
 
 
 @app.command("package")
 def package_cmd(
     directory: DirArg,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder.")] = Path("dist"),
+    out: Annotated[Path, out_option("Folder for the bundle and its image record")] = Path("dist"),
     challenge: ChallengeOpt = None,
     base_digest: BaseDigestOpt = None,
     no_build: Annotated[bool, typer.Option("--no-build", help="Write the bundle only.")] = False,
+    logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a bundle another directory packaged.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Freeze DIR, write OUT/TEAM-ENTRY.tar.gz (deterministic) + .sha256, build the image.
 
     The image is built from the bundle as the verifier will open it and tagged
-    podium-submission/TEAM-ENTRY:DIGEST12; OUT/TEAM-ENTRY.image.json records it.
+    podium-submission/TEAM-ENTRY:DIGEST12; OUT/TEAM-ENTRY.image.json records it and
+    OUT/TEAM-ENTRY.build.log keeps the build log (--logs shows it as it runs).
 
     Examples:
 
@@ -187,55 +259,59 @@ def package_cmd(
     from submission.bundle import package
 
     set_json(json_out)
-    quiet = json_mode()
-    con = console(stderr=True)
-    on_log = None if quiet else (lambda line: con.print(line, markup=False, style="dim"))
-    if quiet or no_build:
+    progress = _BuildProgress(console(stderr=True), show_logs=logs and not json_mode())
+    with progress:
         result = package(
             directory,
             out,
             challenge=_spec(challenge),
             base_digest=base_digest,
             build=not no_build,
-            on_log=on_log,
+            on_log=progress.line,
+            force=force,
         )
-    else:
-        with con.status("packaging and building the image ..."):
-            result = package(
-                directory,
-                out,
-                challenge=_spec(challenge),
-                base_digest=base_digest,
-                build=True,
-                on_log=on_log,
-            )
-    line = f"{result.bundle.path} sha256 {result.bundle.sha256}" if result.bundle else ""
+    line = f"packaged {directory}"
+    if result.bundle:
+        line += (
+            f"\n   bundle {result.bundle.path} ({result.bundle.size:,} bytes, "
+            f"sha256 {result.bundle.sha256[:16]}...)"
+        )
     if result.image:
         line += (
-            f"\n   image {result.image['tag']} ({result.image['image_id'][:19]}, "
-            f"{result.image['build_seconds']:.1f} s)"
+            f"\n   image  {result.image['tag']} ({result.image['image_id'][:19]}, "
+            f"built in {result.image['build_seconds']:.1f} s; log {result.build_log})"
         )
-    _finish(result.to_dict(), result.findings, line)
+    bundle = _q(result.bundle.path) if result.bundle else "BUNDLE"
+    _finish(
+        result.to_dict(),
+        result.findings,
+        line,
+        f"podium submission selfcheck {bundle}, then hand the bundle to the organizers, "
+        f"e.g. podium submission push {bundle} --repo ORG/NAME",
+    )
 
 
 @app.command("inspect")
 def inspect_cmd(
     bundle: Annotated[Path, typer.Argument(help="A bundle .tar.gz.")],
-    challenge: Annotated[str, typer.Option(help="Challenge whose limits apply.")] = "tiny",
+    challenge: ChallengeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Open a bundle exactly as the verifier's intake does, and report what it finds.
 
     Examples:
 
-      podium submission inspect dist/acme-mtp-7.tar.gz --challenge fast-gemma
+      podium submission inspect dist/acme-mtp-7.tar.gz
+
+      podium submission inspect dist/acme-mtp-7.tar.gz --challenge fast-gemma --json
     """
     import tempfile
 
+    from podium.cli.verify_cmd import bundle_challenge
     from submission.safe_bundle import open_bundle, remove_opened
 
     set_json(json_out)
-    spec = load_challenge(challenge)
+    spec = resolve_challenge(challenge, None if challenge else bundle_challenge(bundle))
     with tempfile.TemporaryDirectory(prefix="podium-inspect-") as tmp:
         opened = open_bundle(bundle, Path(tmp), limits=spec.limits)
         m = opened.manifest
@@ -256,27 +332,38 @@ def inspect_cmd(
         data,
         opened.findings,
         f"{bundle}: {m.team}/{m.entry}, {m.engine.kind} engine, {len(m.files)} files",
+        f"podium submission selfcheck {_q(bundle)}",
     )
+
+
+def _challenge_of_original(src: Path) -> str | None:
+    """The shipped challenge whose pinned model is the original manifest's ``model_id``."""
+    from schemas.validate import read_json
+
+    try:
+        model = read_json(src / "manifest.json").get("model_id")
+    except (AttributeError, UsageError):
+        return None
+    matches = [n for n in list_challenges() if load_challenge(n).model.repo_id == model]
+    return matches[0] if len(matches) == 1 else None
 
 
 @app.command("import")
 def import_cmd(
     src: Annotated[Path, typer.Argument(help="A Fast Gemma Challenge submission folder.")],
-    out: Annotated[
-        Path, typer.Option("-o", "--out", help="The podium submission directory to write.")
-    ],
-    challenge: Annotated[str, typer.Option(help="Challenge name or spec file.")] = "fast-gemma",
+    out: Annotated[Path, typer.Option("-o", "--out", help="The podium submission directory.")],
+    challenge: ChallengeOpt = None,
     team: Annotated[str | None, typer.Option(help="Team (default: the original name).")] = None,
     entry: Annotated[str | None, typer.Option(help="Entry (default: the original name).")] = None,
     base_image: Annotated[
         str | None, typer.Option(help="The vLLM image the original ran in.")
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Write into a non-empty directory.")
-    ] = False,
+    force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Turn a Fast Gemma Challenge folder (manifest.json + serve.py) into a podium submission.
+
+    The challenge defaults to the shipped one whose model is the original's model_id.
 
     Examples:
 
@@ -288,10 +375,11 @@ def import_cmd(
     from submission.importer import import_submission
 
     set_json(json_out)
+    name = challenge or _challenge_of_original(src)
     result = import_submission(
         src,
         out,
-        load_challenge(challenge),
+        load_challenge(challenge_name(name)),
         team=team,
         entry=entry,
         base_image=base_image or VLLM_BASE_IMAGE,
@@ -300,12 +388,12 @@ def import_cmd(
 
     def human(con: Console) -> None:
         con.print(
-            f"[green]imported[/] {src} -> {out} ({len(result.files)} files, "
+            f"[green]imported[/] {markup(src)} -> {markup(out)} ({len(result.files)} files, "
             f"{len(result.config)} knobs, {len(result.env)} env)"
         )
         for note in result.notes:
-            con.print(f"  note: {note}", markup=False)
-        con.print(f"next: podium submission validate {out}", markup=False)
+            con.print(text(f"  note: {note}"))
+        con.print(f"next: podium submission validate {markup(_q(out))}")
 
     emit(result.to_dict(), human)
 
@@ -336,29 +424,35 @@ def push_cmd(
     record = push_bundle(
         bundle, repo, repo_type=repo_type, revision=revision, path_in_repo=path_in_repo
     )
-    emit(
-        record,
-        lambda con: con.print(
-            f"[green]pushed[/] {bundle.name} to {repo} at {record['commit_sha']}", highlight=False
-        ),
-    )
+
+    def human(con: Console) -> None:
+        con.print(
+            f"[green]pushed[/] {markup(bundle.name)} to {markup(repo)} at "
+            f"{markup(record['commit_sha'])}"
+        )
+        con.print(
+            "next: tell the organizers the repo and the bundle's sha256 "
+            f"({markup(bundle.name)}.sha256 beside it); they verify it blind"
+        )
+
+    emit(record, human)
 
 
 @app.command("selfcheck")
 def selfcheck_cmd(
     source: Annotated[Path, typer.Argument(help="A submission directory or a bundle (.tar.gz).")],
-    runner: Annotated[
-        str, typer.Option(help="local-docker (the verifier's sandbox) or process (no Docker).")
-    ] = "local-docker",
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Where the bundle and report go.")
-    ] = Path("out/selfcheck"),
+    challenge: ChallengeOpt = None,
+    runner: LocalRunnerOpt = LocalRunner.local_docker,
+    out: Annotated[Path, out_option("Folder for the bundle and the report")] = Path(
+        "out/selfcheck"
+    ),
+    logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the organizers' pipeline on the public prompts: the numbers you will be held to.
 
-    Results are SELF-REPORTED, never VERIFIED. A directory is packaged first (no image
-    build: the pipeline rebuilds it exactly as the verifier will).
+    Results are SELF-REPORTED, never VERIFIED, and never signed. A directory is packaged
+    first (no image build: the pipeline rebuilds it exactly as the verifier will).
 
     Examples:
 
@@ -366,32 +460,30 @@ def selfcheck_cmd(
 
       podium submission selfcheck out/podium-tiny-baseline.tar.gz --runner process --json
     """
-    from podium.cli.verify_cmd import bundle_challenge, run_verification
+    from podium.cli.verify_cmd import run_verification
     from submission.bundle import package
 
     set_json(json_out)
     bundle = source
     if source.is_dir():
-        packaged = package(source, out, build=False)
-        errors = [f for f in packaged.findings if f.is_error]
-        if errors or packaged.bundle is None:
-            for f in errors:
-                console(stderr=True).print(f"[red]{f.check_id}[/] {f.message}", highlight=False)
-            raise typer.Exit(EXIT_FINDINGS)
+        packaged = package(source, out, challenge=_spec(challenge), build=False, force=True)
+        if errors_in(packaged.findings) or packaged.bundle is None:
+            _finish(packaged.to_dict(), packaged.findings, "")
+        assert packaged.bundle is not None
         bundle = packaged.bundle.path
-    config_challenge = bundle_challenge(bundle)
     raise typer.Exit(
         run_verification(
             bundle,
-            challenge=config_challenge,
-            runner=runner,
+            challenge=challenge,
+            runner=runner.value,
             out=out,
             reported_tps=None,
             heldout=None,
             key=None,
             publish=None,
             self_check=True,
-            logs=False,
+            logs=logs,
+            source=source,
         )
     )
 

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from podium.cli.output import JsonOpt, console, emit, set_json
+from podium.cli.options import (
+    ChallengeOpt,
+    JsonOpt,
+    KeyOpt,
+    Runner,
+    RunnerOpt,
+    out_option,
+    resolve_challenge,
+    signing_key,
+)
+from podium.cli.output import console, emit, json_mode, set_json
+from podium.cli.render import Signature, render_report
 from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_FINDINGS, EXIT_OK, UsageError
-from podium.signing import KeyPair, load_private_key
-from schemas.challenge import load_challenge
-
-RUNNERS = ("local-docker", "process", "hf-jobs")
+from podium.signing import KeyPair
+from podium.untrusted import markup
 
 VERIFY_HELP = """\
 Verify BUNDLE blind: rebuild its image without cache, run it in the sandbox, measure
@@ -26,114 +35,56 @@ REJECTED 1 (a rule broken), FAILED 3 (could not evaluate).
 
 Examples:
 
-  podium verify out/acme-tiny.tar.gz --challenge tiny --key keys/organizer.pem
+  podium verify out/acme-tiny.tar.gz --key keys/organizer.pem
 
   podium verify entry.tar.gz --challenge fast-gemma --heldout /secure/heldout
   --reported-tps 510.58 --key k.pem --publish hf://datasets/org/leaderboard
 """
 
 
-def bundle_challenge(bundle: Path) -> str:
-    """The challenge id a bundle's manifest names."""
+def bundle_challenge(bundle: Path) -> str | None:
+    """The challenge id a bundle's manifest names; None when it cannot be read (intake
+    then rejects the bundle, with a report saying why)."""
+    from podium.errors import BundleError
     from submission.safe_bundle import peek_manifest
 
     if not bundle.is_file():
         raise UsageError(
             f"no such bundle: {bundle}", hint="package one with `podium submission package`"
         )
-    challenge = (peek_manifest(bundle).get("challenge") or {}).get("id")
-    if not isinstance(challenge, str):
-        raise UsageError(f"{bundle}'s manifest names no challenge", hint="pass --challenge NAME")
-    return challenge
+    try:
+        challenge = (peek_manifest(bundle).get("challenge") or {}).get("id")
+    except BundleError:
+        return None
+    return challenge if isinstance(challenge, str) else None
 
 
-def _key(path: Path | None) -> KeyPair | None:
-    if path is None:
-        env = os.environ.get("PODIUM_KEY")
-        path = Path(env) if env else None
-    return load_private_key(path) if path else None
-
-
-def _runner(name: str) -> Any:
-    if name == "local-docker":
+def make_runner(name: Runner | str) -> Any:
+    name = Runner(name)
+    if name is Runner.local_docker:
         from verifier.runners.local_docker import LocalDockerRunner
 
         return LocalDockerRunner()
-    if name == "process":
+    if name is Runner.process:
         from verifier.runners.process import ProcessRunner
 
         return ProcessRunner()
-    if name == "hf-jobs":
-        server = os.environ.get("PODIUM_SERVER_URL")
-        if not server:
-            raise UsageError(
-                "the hf-jobs runner drives an engine that a server job already serves",
-                hint="run `podium dispatch` (it starts the jobs), or set PODIUM_SERVER_URL",
-            )
-        from verifier.runners.hf_jobs import HfJobsRunner
-
-        return HfJobsRunner(os.path.expandvars(server))
-    raise UsageError(f"unknown runner {name!r}", hint=f"choose one of: {', '.join(RUNNERS)}")
-
-
-def _reference_runner(settings: Any) -> Any:
-    from verifier.runners.process import reference_runner
-
-    return reference_runner(settings)
-
-
-def summary_table(report: dict[str, Any], con: Console) -> None:
-    m = report.get("metrics") or {}
-    ppl, tps = m.get("ppl") or {}, m.get("tps") or {}
-    label = (
-        report["verdict"]
-        if report["mode"] == "official"
-        else f"SELF-REPORTED ({report['verdict']})"
-    )
-    colour = {"VERIFIED": "green", "REJECTED": "red", "FAILED": "red"}.get(
-        report["verdict"], "yellow"
-    )
-    sub = report["submission"]
-    con.print(
-        f"\n[bold {colour}]{label}[/] {sub['team']}/{sub['entry']} on "
-        f"{report['challenge']['id']} {report['challenge']['version']} ({report['runner']})"
-    )
-    table = Table(show_header=True, header_style="bold")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    if tps:
-        ci = tps.get("ci95") or [None, None]
-        table.add_row("TPS (median)", f"{tps['median']:.2f}")
-        if ci[0] is not None:
-            table.add_row("TPS 95% CI", f"{ci[0]:.2f} .. {ci[1]:.2f}")
-        table.add_row("TPS CV", f"{tps.get('cv', 0):.2%}")
-    if m.get("reported_tps"):
-        table.add_row("reported TPS", f"{m['reported_tps']:.2f}")
-    if ppl:
-        table.add_row("PPL", "undefined" if ppl["value"] is None else f"{ppl['value']:.4f}")
-        table.add_row("PPL cap", f"{ppl['cap']:.4f}")
-    con.print(table)
-    checks = Table(show_header=True, header_style="bold")
-    checks.add_column("check")
-    checks.add_column("status")
-    checks.add_column("summary", overflow="fold")
-    for c in report.get("checks", []):
-        style = {"pass": "green", "fail": "red", "error": "red"}.get(c["status"], "yellow")
-        checks.add_row(c["id"], f"[{style}]{c['status']}[/]", c["summary"])
-    if report.get("checks"):
-        con.print(checks)
-    for f in report.get("findings", []):
-        con.print(
-            f"  [{'red' if f['severity'] == 'error' else 'yellow'}]{f['severity']}[/] "
-            f"[{f['check_id']}] {f['message']}",
-            highlight=False,
+    server = os.environ.get("PODIUM_SERVER_URL")
+    if not server:
+        raise UsageError(
+            "the hf-jobs runner drives an engine that a server job already serves",
+            hint="run `podium dispatch` (it starts the jobs), or set PODIUM_SERVER_URL",
         )
-    if report.get("failure"):
-        fail = report["failure"]
-        con.print(f"[red]FAILED at stage {fail['stage']}:[/] {fail['message']}", highlight=False)
-        if fail.get("log_tail"):
-            con.print("[dim]engine log (tail):[/]")
-            con.print(fail["log_tail"][-1500:], markup=False, highlight=False)
+    from verifier.runners.hf_jobs import HfJobsRunner
+
+    return HfJobsRunner(os.path.expandvars(server))
+
+
+def reference_runner(settings: Any) -> Any:
+    """The verifier's reference engine, as the challenge spec says (imported lazily)."""
+    from verifier.runners import process
+
+    return process.reference_runner(settings)
 
 
 def exit_code(verdict: str) -> int:
@@ -145,51 +96,54 @@ def exit_code(verdict: str) -> int:
 def run_verification(
     bundle: Path,
     *,
-    challenge: str,
-    runner: str,
+    challenge: str | None,
+    runner: Runner | str,
     out: Path,
     reported_tps: float | None,
     heldout: str | None,
-    key: Path | None,
+    key: KeyPair | None,
     publish: str | None,
     self_check: bool,
     logs: bool,
-    no_reference: bool = False,
+    source: Path | None = None,
 ) -> int:
+    """Run the pipeline on ``bundle`` and print the one report rendering; the exit code.
+
+    ``source`` is the directory a self-check packaged the bundle from (for the next step).
+    """
     from verifier.pipeline import VerifyRequest, verify
 
     if not bundle.is_file():
         raise UsageError(
             f"no such bundle: {bundle}", hint="package one with `podium submission package`"
         )
-    keypair = _key(key)
-    if publish and keypair is None:
+    if publish and key is None:
         raise UsageError(
-            "--publish needs a signing key", hint="pass --key KEYFILE (podium keys generate)"
+            "--publish needs a signing key",
+            hint="pass --key KEYFILE or set $PODIUM_SIGNING_KEY (podium keys generate KEYFILE)",
         )
-    spec = load_challenge(challenge)
+    spec = resolve_challenge(challenge, bundle_challenge(bundle))
     req = VerifyRequest(
         bundle=bundle,
         spec=spec,
-        runner=_runner(runner),
+        runner=make_runner(runner),
         out_dir=out,
         reported_tps=reported_tps,
         heldout=heldout,
-        key=keypair,
+        key=key,
         self_check=self_check,
-        reference=None if no_reference else _reference_runner,
+        reference=reference_runner,
     )
-    from podium.cli.output import json_mode
-
     if json_mode():
         outcome = verify(req)
     else:
         from podium.cli.progress import RichEvents
 
         con = console()
+        what = "self-check on the public prompts" if self_check else "blind, held-out set"
         con.print(
-            f"verifying {bundle} against {spec.id} {spec.version} "
-            f"({'self-check, public prompts' if self_check else 'held-out set'}; runner {runner})"
+            f"verifying {markup(bundle)} against {spec.id} {spec.version} "
+            f"({what}; runner {Runner(runner).value})"
         )
         with RichEvents(con, show_logs=logs) as events:
             outcome = verify(req, events)
@@ -200,9 +154,48 @@ def run_verification(
         "published": None,
     }
     if publish:
-        result["published"] = _publish(outcome, keypair, publish)
-    emit({**result, "report_document": outcome.report}, lambda con: _human(con, outcome, result))
+        result["published"] = _publish(outcome, key, publish)
+    max_cv = getattr(spec.tps, "max_cv", None)
+
+    def human(con: Console) -> None:
+        if outcome.signed:
+            sig = Signature("signed", key_id=key.key_id if key else None)
+        elif self_check:
+            sig = Signature("unsigned", unsigned_because="self-checks are never signed")
+        else:
+            sig = Signature("unsigned", unsigned_because="no --key given (nor $PODIUM_SIGNING_KEY)")
+        render_report(con, outcome.report, sig, max_cv=max_cv)
+        con.print(f"report: {markup(outcome.report_path)}")
+        _print_published(con, result.get("published"))
+        con.print(
+            f"next: {markup(_next_step(outcome, result, self_check=self_check, source=source))}"
+        )
+
+    emit({**result, "report_document": outcome.report}, human)
     return exit_code(outcome.verdict)
+
+
+def _next_step(
+    outcome: Any, result: dict[str, Any], *, self_check: bool, source: Path | None
+) -> str:
+    report = shlex.quote(str(outcome.report_path))
+    logs = shlex.quote(str(outcome.report_path.parent / "engine.log"))
+    if outcome.verdict == "FAILED":
+        return f"read the failure above and {logs}; rerun with --logs to see the image build"
+    if self_check:
+        where = shlex.quote(str(source)) if source else "DIR"
+        if outcome.verdict == "REJECTED":
+            return f"fix the findings above, then run `podium submission validate {where}`"
+        return (
+            f"package it (`podium submission package {where}`) and hand the bundle to the "
+            "organizers, e.g. `podium submission push BUNDLE --repo ORG/NAME`"
+        )
+    published = result.get("published") or {}
+    if published.get("ok"):
+        return f"podium leaderboard show --store {shlex.quote(str(published.get('store')))}"
+    if not outcome.signed:
+        return "sign it: rerun with --key KEYFILE (create one with `podium keys generate KEYFILE`)"
+    return f"podium leaderboard publish {report} --key KEYFILE --store STORE"
 
 
 def _publish(outcome: Any, keypair: KeyPair | None, store_url: str) -> dict[str, Any]:
@@ -225,31 +218,23 @@ def _publish(outcome: Any, keypair: KeyPair | None, store_url: str) -> dict[str,
     return {"ok": True, **published.to_dict()}
 
 
-def _human(con: Console, outcome: Any, result: dict[str, Any]) -> None:
-    summary_table(outcome.report, con)
-    con.print(
-        f"report: {outcome.report_path}"
-        + ("" if outcome.signed else " [yellow](unsigned: no --key)[/]")
-    )
-    pub = result.get("published")
-    if pub:
-        if pub.get("ok"):
-            added, present = len(pub.get("added") or []), len(pub.get("already_present") or [])
-            con.print(f"published to {pub['store']} ({added} added, {present} already there)")
-        else:
-            con.print(f"[red]not published:[/] {pub['reason']}")
-            if pub.get("retry"):
-                con.print(f"retry with: {pub['retry']}")
+def _print_published(con: Console, pub: dict[str, Any] | None) -> None:
+    if not pub:
+        return
+    if pub.get("ok"):
+        added, present = len(pub.get("added") or []), len(pub.get("already_present") or [])
+        con.print(f"published to {markup(pub['store'])} ({added} added, {present} already there)")
+        return
+    con.print(f"[red]not published:[/] {markup(pub['reason'])}")
+    if pub.get("retry"):
+        con.print(f"retry with: {markup(pub['retry'])}")
 
 
 def register(app: typer.Typer) -> None:
     @app.command("verify", help=VERIFY_HELP)
     def verify_cmd(
         bundle: Annotated[Path, typer.Argument(help="The submission bundle (.tar.gz).")],
-        challenge: Annotated[
-            str | None,
-            typer.Option(help="Challenge name or spec file (default: the one the manifest names)."),
-        ] = None,
+        challenge: ChallengeOpt = None,
         reported_tps: Annotated[
             float | None,
             typer.Option(help="The TPS the participant reported (default: the manifest's)."),
@@ -261,20 +246,16 @@ def register(app: typer.Typer) -> None:
                 "and ppl.jsonl, or hf://datasets/ORG/NAME[@REV]."
             ),
         ] = None,
-        key: Annotated[
-            Path | None,
-            typer.Option(help="Ed25519 private key to sign the report (default: $PODIUM_KEY)."),
-        ] = None,
+        key: KeyOpt = None,
         publish: Annotated[
-            str | None, typer.Option(help="Publish to this store: ./dir or hf://datasets/ORG/NAME.")
+            str | None,
+            typer.Option(
+                "--publish",
+                help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME.",
+            ),
         ] = None,
-        runner: Annotated[
-            str,
-            typer.Option(help="local-docker (sandbox), process, or hf-jobs (in a harness job)."),
-        ] = "local-docker",
-        out: Annotated[
-            Path, typer.Option("--out", "-o", help="Directory for the report and logs.")
-        ] = Path("out/verify"),
+        runner: RunnerOpt = Runner.local_docker,
+        out: Annotated[Path, out_option("Folder for the report and logs")] = Path("out/verify"),
         logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
         json_out: JsonOpt = False,
     ) -> None:
@@ -282,12 +263,12 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(
             run_verification(
                 bundle,
-                challenge=challenge or bundle_challenge(bundle),
+                challenge=challenge,
                 runner=runner,
                 out=out,
                 reported_tps=reported_tps,
                 heldout=heldout,
-                key=key,
+                key=signing_key(key),
                 publish=publish,
                 self_check=False,
                 logs=logs,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 from pathlib import Path
@@ -9,7 +10,17 @@ from typing import Annotated, Any
 
 import typer
 
-from podium.cli.output import JsonOpt, console, emit, json_mode, set_json
+from podium.cli.options import (
+    ChallengeOpt,
+    JsonOpt,
+    KeyOpt,
+    LocalRunner,
+    LocalRunnerOpt,
+    QueueOpt,
+    out_option,
+    require_signing_key,
+)
+from podium.cli.output import console, emit, json_mode, set_json
 from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_OK, UsageError
 
 WORKER_HELP = """\
@@ -40,9 +51,9 @@ Examples:
 """
 
 HARNESS_HELP = """\
-Run the harness against an engine at --server (what the harness job runs): PPL, TPS,
-checks, verdict, a report signed with the key in $PODIUM_SIGNING_KEY, printed as
-PODIUM-REPORT lines for the dispatcher.
+Run the harness against an engine at --server (what the harness job runs, so it is not
+listed in `podium --help`): PPL, TPS, checks, verdict, a report signed with --key or
+$PODIUM_SIGNING_KEY, printed as PODIUM-REPORT lines for the dispatcher.
 
 Example:
 
@@ -50,23 +61,19 @@ Example:
   --bundle /queue/bundles/SHA.tar.gz --challenge fast-gemma --heldout /heldout
 """
 
-QueueOpt = Annotated[str | None, typer.Option(help="./dir or hf://datasets/ORG/NAME.")]
-StoreOpt = Annotated[
-    str | None, typer.Option(help="Publish to this store: ./dir or hf://datasets/ORG/NAME.")
-]
-KeyOpt = Annotated[Path | None, typer.Option(help="Ed25519 private key (default: $PODIUM_KEY).")]
+
+class Backend(enum.StrEnum):
+    """Where ``podium dispatch`` starts its jobs."""
+
+    hf = "hf"
+    local = "local"
+
+
 LeaseOpt = Annotated[float, typer.Option(help="Lease in seconds; renewed every third of it.")]
-
-
-def _key(path: Path | None) -> Any:
-    from podium.signing import load_private_key
-
-    path = path or (Path(os.environ["PODIUM_KEY"]) if os.environ.get("PODIUM_KEY") else None)
-    if path is None:
-        raise UsageError(
-            "a signing key is needed", hint="pass --key KEYFILE (podium keys generate)"
-        )
-    return load_private_key(path)
+PublishOpt = Annotated[
+    str | None,
+    typer.Option("--store", "-s", help="Publish to this store: ./dir or hf://datasets/ORG/NAME."),
+]
 
 
 def _say(line: str) -> None:
@@ -96,11 +103,11 @@ def register(app: typer.Typer) -> None:
     @app.command("worker", help=WORKER_HELP)
     def worker_cmd(
         queue: QueueOpt = None,
-        store: StoreOpt = None,
+        store: PublishOpt = None,
         key: KeyOpt = None,
-        runner: Annotated[str, typer.Option(help="local-docker or process.")] = "local-docker",
+        runner: LocalRunnerOpt = LocalRunner.local_docker,
         heldout: Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")] = None,
-        out: Annotated[Path, typer.Option(help="Reports and logs.")] = Path("out/worker"),
+        out: Annotated[Path, out_option("Reports and logs")] = Path("out/worker"),
         lease: LeaseOpt = 900.0,
         poll: Annotated[
             float, typer.Option(help="Seconds between looks at an empty queue.")
@@ -111,22 +118,19 @@ def register(app: typer.Typer) -> None:
         from functools import partial
 
         from leaderboard.stores import open_store
-        from podium.cli.verify_cmd import _reference_runner, _runner
+        from podium.cli.verify_cmd import make_runner, reference_runner
         from verifier.queue.stores import open_queue
         from verifier.worker import Worker, WorkerConfig
 
         set_json(json_out)
-        if runner == "hf-jobs":
-            raise UsageError("workers run engines here", hint="use `podium dispatch` for HF Jobs")
-        _runner(runner)  # unknown names fail now, not at the first request
         cfg = WorkerConfig(
             queue=open_queue(queue),
             store=open_store(store) if store else None,
-            key=_key(key),
-            runner=partial(_runner, runner),
+            key=require_signing_key(key),
+            runner=partial(make_runner, runner.value),
             out_dir=out,
             heldout=heldout,
-            reference=_reference_runner,
+            reference=reference_runner,
             lease_s=lease,
             poll_s=poll,
         )
@@ -136,9 +140,11 @@ def register(app: typer.Typer) -> None:
     @app.command("dispatch", help=DISPATCH_HELP)
     def dispatch_cmd(
         queue: QueueOpt = None,
-        store: StoreOpt = None,
+        store: PublishOpt = None,
         key: KeyOpt = None,
-        backend: Annotated[str, typer.Option(help="hf (HF Jobs) or local (Docker).")] = "hf",
+        backend: Annotated[
+            Backend, typer.Option(help="hf: Hugging Face Jobs; local: a rehearsal on Docker here.")
+        ] = Backend.hf,
         flavor: Annotated[str, typer.Option(help="The server job's flavour.")] = "a10g-small",
         harness_flavor: Annotated[str, typer.Option(help="The harness job's.")] = "cpu-upgrade",
         harness_image: Annotated[str | None, typer.Option(help="podium's image.")] = None,
@@ -150,7 +156,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Held-out set: hf://datasets/ORG/NAME (private) or dir.")
         ] = None,
         max_concurrent: Annotated[int, typer.Option(help="Job pairs in flight.")] = 2,
-        out: Annotated[Path, typer.Option(help="Reports and job logs.")] = Path("out/dispatch"),
+        out: Annotated[Path, out_option("Reports and job logs")] = Path("out/dispatch"),
         lease: LeaseOpt = 900.0,
         once: Annotated[bool, typer.Option("--once", help="Drain the queue, then stop.")] = False,
         json_out: JsonOpt = False,
@@ -162,11 +168,11 @@ def register(app: typer.Typer) -> None:
         set_json(json_out)
         q = open_queue(queue)
         jobs: Any
-        if backend == "local":
+        if backend is Backend.local:
             from verifier.dispatch.local import LocalJobs
 
             jobs = LocalJobs()
-        elif backend == "hf":
+        else:
             from verifier.dispatch.hf import HfJobs
 
             if not namespace:
@@ -177,8 +183,6 @@ def register(app: typer.Typer) -> None:
                 token=os.environ.get("HF_TOKEN"),
                 image_repo=image_repo,
             )
-        else:
-            raise UsageError(f"unknown backend {backend!r}", hint="choose hf or local")
         queue_volume = (
             _volume(str(q.root), "/queue")
             if isinstance(q, LocalQueue)
@@ -187,7 +191,7 @@ def register(app: typer.Typer) -> None:
         cfg = DispatchConfig(
             queue=q,
             backend=jobs,
-            key=_key(key),
+            key=require_signing_key(key),
             out_dir=out,
             queue_volume=queue_volume,
             store=open_store(store) if store else None,
@@ -199,28 +203,30 @@ def register(app: typer.Typer) -> None:
         )
         if harness_image:
             cfg.harness_image = harness_image
-        elif backend == "local":  # rehearsals build podium's image here
+        elif backend is Backend.local:  # rehearsals build podium's image here
             from verifier.dispatch.harness_image import build_harness_image
 
             cfg.harness_image = build_harness_image()
         raise typer.Exit(_summary(Dispatcher(cfg, say=_say).run(once=once)))
 
-    @app.command("harness", help=HARNESS_HELP)
+    @app.command("harness", help=HARNESS_HELP, hidden=True)
     def harness_cmd(
         server: Annotated[str, typer.Option(help="The engine's base URL ($VARS expanded).")],
         bundle: Annotated[Path, typer.Option(help="The submission bundle.")],
-        challenge: Annotated[str, typer.Option(help="Challenge name or spec file.")] = "tiny",
+        challenge: ChallengeOpt = None,
+        key: KeyOpt = None,
         heldout: Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")] = None,
         reported_tps: Annotated[float | None, typer.Option(help="The participant's TPS.")] = None,
-        out: Annotated[Path, typer.Option(help="Where the report goes.")] = Path("out/harness"),
+        out: Annotated[Path, out_option("Where the report goes")] = Path("out/harness"),
         image_id: Annotated[str | None, typer.Option(help="The server image's id.")] = None,
         server_job: Annotated[str | None, typer.Option(help="The server job's id.")] = None,
         flavor: Annotated[str | None, typer.Option(help="The server job's flavour.")] = None,
         network_group: Annotated[str | None, typer.Option(help="The network group.")] = None,
         json_out: JsonOpt = False,
     ) -> None:
-        from podium.cli.verify_cmd import exit_code
-        from verifier.dispatch.harness_job import key_from_env, run_harness_job
+        from podium.cli.options import challenge_name
+        from podium.cli.verify_cmd import bundle_challenge, exit_code
+        from verifier.dispatch.harness_job import run_harness_job
 
         set_json(json_out)
         facts = {
@@ -232,9 +238,9 @@ def register(app: typer.Typer) -> None:
         outcome = run_harness_job(
             server_url=server,
             bundle=bundle,
-            challenge=challenge,
+            challenge=challenge_name(challenge, bundle_challenge(bundle)),
             out=out,
-            key=key_from_env(),
+            key=require_signing_key(key),
             heldout=heldout,
             reported_tps=reported_tps,
             facts=facts,

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from bench import fidelity, noise, views
-from bench.common import free_port, start_engine
+from bench.common import paced_engine
 from leaderboard.records import verify_record
 from podium.signing import KeyPair
 from verifier.harness.stats import t975
@@ -41,14 +41,8 @@ def test_engine_side_splits_trials_and_measures_turnaround() -> None:
 
 
 def test_harness_reads_the_paced_engine_rate_within_a_few_percent() -> None:
-    port = free_port()
-    engine = start_engine(
-        ["-m", "bench.paced_engine", "--rate", "2000", "--port", str(port)], port=port
-    )
-    try:
+    with paced_engine(2000) as engine:
         cell = fidelity.run_cell(engine.url, 2000, 1, trials=2, trial_s=0.5)
-    finally:
-        engine.stop()
     assert cell["requests_per_trial"] == 2
     assert all(t["tokens"] == 2 * fidelity.MAX_TOKENS for t in cell["trials"])
     # the engine never delivers more than its rate, and the harness agrees with its clock
@@ -96,3 +90,41 @@ def test_vllm_tiny_summary_takes_medians_per_engine_and_their_ratios() -> None:
     assert out["ratios_vllm_over_baseline"]["wall_s"] == 69.0 / 35.0
     assert out["vllm"]["verdicts"] == ["VERIFIED", "VERIFIED"]
     assert out["ppl_relative_difference"] == 0.0
+
+
+def test_http_clients_take_turns_and_ratios_are_taken_within_a_round() -> None:
+    from bench import http_clients
+
+    orders = [http_clients.rotated(http_clients.CLIENTS, r) for r in range(3)]
+    assert [o[0] for o in orders] == ["h11", "legacy", "httpx"], "each goes first once"
+
+    def row(tps: float, us: float) -> dict[str, float]:
+        return {
+            "harness_tps": tps,
+            "error_vs_engine": -0.001,
+            "error_vs_nominal": -0.002,
+            "client_us_per_request": us,
+            "harness_cpu_us_per_token": us / 500,
+        }
+
+    rounds = [
+        {"h11": row(100, 200), "legacy": row(101, 100), "httpx": row(98, 800)},
+        {"h11": row(50, 400), "legacy": row(51, 200), "httpx": row(49, 1600)},  # a slow round
+    ]
+    cell = http_clients.summarize_cell(100, 1, rounds)
+    assert cell["vs_h11"]["legacy"]["client_time_ratio"] == 0.5
+    assert cell["vs_h11"]["httpx"]["client_time_ratio"] == 4.0
+    assert math.isclose(cell["vs_h11"]["httpx"]["tps_ratio"], (0.98 + 0.98) / 2)
+    assert cell["clients"]["h11"]["client_us_per_request_median"] == 300
+
+
+def test_the_httpx_wire_reads_the_paced_engine_like_the_harness_wire() -> None:
+    from bench import http_clients
+
+    with paced_engine(0) as engine:
+        cells = {
+            name: fidelity.run_cell(engine.url, 0, 1, 1, 0.1, cls)
+            for name, cls in http_clients.CLIENT_CLASSES.items()
+        }
+    tokens = {name: cell["trials"][0]["tokens"] for name, cell in cells.items()}
+    assert set(tokens.values()) == {fidelity.UNPACED_REQUESTS * fidelity.MAX_TOKENS}, tokens

@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,6 +157,58 @@ def test_ten_thousand_records_render_paginated(seeded_store: LocalStore, tmp_pat
         assert "page 1 of 160 (8000 rows)" in dom
         assert "10000 records" in dom
         assert elapsed < 60
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+HOSTILE = (
+    "[/]oops [bold red]x\x1b[31mred <img src=x onerror=alert(1)>"
+    "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+)
+
+
+def test_hostile_names_and_reasons_stay_text_in_the_browser(keypair: Any, tmp_path: Path) -> None:
+    from factories import make_record
+
+    records = [
+        make_record(keypair, team=HOSTILE, entry=HOSTILE, serial=1),
+        make_record(
+            keypair,
+            team="t2",
+            entry="e2",
+            verdict="REJECTED",
+            serial=2,
+            findings=[{"check_id": "x.y", "severity": "error", "message": HOSTILE}],
+        ),
+    ]
+    site = tmp_path / "site"
+    build_site(records, site, store="hostile")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(site),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        assert 'data-ready="1"' in dom
+        assert "data-pwned" not in dom.replace("data-pwned','1')", "")  # the handler never ran
+        assert "<img" not in dom  # no element was made from the text
+        assert "&lt;img src=x onerror=alert(1)&gt;" in dom
+        assert "[/]oops [bold red]x" in dom
+        assert ranked_teams(dom)[0].startswith("[/]oops")
     finally:
         proc.terminate()
         proc.wait(timeout=10)

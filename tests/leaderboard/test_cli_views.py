@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
 from factories import make_report
 from typer.testing import CliRunner
 
@@ -144,3 +145,50 @@ def test_build_site_writes_a_static_space(seeded_store: LocalStore, tmp_path: Pa
     assert json.loads((out / "records.json").read_text())["count"] == 7
     assert "sdk: static" in (out / "README.md").read_text()
     assert "http" not in (out / "index.html").read_text().replace("http-equiv", "")
+
+
+HOSTILE = "[/]oops [bold red]x\x1b[31mred\x1b[0m <img src=x onerror=alert(1)>"
+
+
+def test_show_prints_hostile_names_and_reasons_as_text(tmp_path: Path, keypair: KeyPair) -> None:
+    from factories import make_record
+
+    store = LocalStore(tmp_path / "store")
+    store.publish(
+        [
+            make_record(keypair, team=HOSTILE, entry=HOSTILE, serial=1),
+            make_record(
+                keypair,
+                team="t2",
+                entry=HOSTILE,
+                verdict="REJECTED",
+                serial=2,
+                findings=[{"check_id": "x.y", "severity": "error", "message": HOSTILE}],
+            ),
+        ]
+    )
+    res = invoke("leaderboard", "show", "--store", store.url)
+    assert res.exit_code == 0, res.output
+    assert "\x1b" not in res.stdout
+    flat = " ".join(res.stdout.split())  # the table folds long cells over lines
+    assert "[/]oops" in flat and "[bold" in flat and "onerror=alert(1)>" in flat
+    assert "\\x1b[31mred" in flat
+
+
+def test_show_of_a_store_that_does_not_exist_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from podium.cli.app import main
+
+    for args in (["--store", str(tmp_path / "typo")], ["--store", str(tmp_path), "--json"]):
+        with pytest.raises(SystemExit) as done:
+            main(["leaderboard", "show", *args])
+        out = capsys.readouterr()
+        assert done.value.code == 2
+        text = out.out if "--json" in args else out.err
+        assert "no leaderboard store" in text or "is not a leaderboard store" in text
+    empty = LocalStore(tmp_path / "fresh")
+    empty.publish([])  # what a first publish leaves: the card, no records yet
+    with pytest.raises(SystemExit) as done:
+        main(["leaderboard", "show", "--store", str(tmp_path / "fresh")])
+    assert done.value.code == 0 and "no records in this store yet" in capsys.readouterr().out

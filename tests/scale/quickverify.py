@@ -1,5 +1,8 @@
 """A real but quick ``verify_fn`` for the queue tests: real intake, a real signed report.
 
+The report comes from the one report builder, from a run record that ends after intake
+(no fingerprint, no image: they are absent, never placeholders).
+
 No engine runs, so twenty requests verify in seconds; everything around the verify
 call (claim, lease, publish, mark) is the real worker. Each call appends one line to a
 ledger file, so a test can count how many times each request was verified.
@@ -19,7 +22,7 @@ from pathlib import Path
 from schemas.report import Stage
 from verifier.intake import intake
 from verifier.pipeline import Outcome, VerifyRequest
-from verifier.report import build_report, now_iso, sign_report, write_report
+from verifier.report import RunRecord, build_report, now_iso, sign_report, write_report
 
 
 def quick_verify(req: VerifyRequest, *, ledger: Path, delay_s: float = 0.0) -> Outcome:
@@ -31,31 +34,17 @@ def quick_verify(req: VerifyRequest, *, ledger: Path, delay_s: float = 0.0) -> O
         assert it.ok and it.manifest is not None, [f.message for f in it.findings]
         time.sleep(delay_s)
         stage = Stage("intake", "ok", round(time.perf_counter() - took, 3))
-        spec = req.spec
-        doc = build_report(
-            verdict="UNOFFICIAL",
+        record = RunRecord(
+            spec=req.spec,
             mode="official",
-            runner=req.runner.info.name,
-            challenge={"id": spec.id, "version": spec.version, "spec_sha256": spec.sha256},
-            submission={
-                "team": it.manifest.team,
-                "entry": it.manifest.entry,
-                "bundle_sha256": it.bundle_sha256,
-                "reported_tps": req.reported_tps,
-                "manifest_sha256": it.manifest_sha256,
-            },
-            image=None,
-            heldout=None,
-            environment={"fingerprint_sha256": "0" * 64, "official_hardware": False},
-            metrics={"ppl": None, "tps": None, "reported_tps": req.reported_tps},
-            checks=[],
-            findings=[],
-            stages=[stage],
-            failure=None,
-            git_sha=None,
+            runner=req.runner.info.name if req.runner is not None else None,
             started=started,
-            finished=now_iso(),
+            reported_tps=req.reported_tps,
+            intake=it,
+            metrics={"ppl": None, "tps": None, "reported_tps": req.reported_tps},
+            stages=[stage],
         )
+        doc = build_report(record, verdict="UNOFFICIAL")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert req.key is not None

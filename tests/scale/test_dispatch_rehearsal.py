@@ -85,13 +85,16 @@ def test_local_dispatch_rehearsal_verifies_a_queued_bundle(
     )
     assert report["runner"] == "hf-jobs" and report["failure"] is None
     checks = {c["id"]: c["status"] for c in report["checks"]}
-    # UNOFFICIAL (isolation cannot be attested); on a loaded 2-core machine the timing-based
-    # caching check may see noise and reject: any other failing check is a real fault
-    failing = {k for k, v in checks.items() if v == "fail"}
-    assert res["verdict"] == ("REJECTED" if failing else "UNOFFICIAL")
-    assert failing <= {"integrity.caching"}, failing
+    # UNOFFICIAL: every check passes, but the hf-jobs runner cannot attest isolation
+    failing = {c["id"]: c for c in report["checks"] if c["status"] not in ("pass", "skip")}
+    assert res["verdict"] == report["verdict"] == "UNOFFICIAL", (failing, report["findings"])
+    assert failing == {}
     assert checks["ppl.cap"] == "pass" and checks["integrity.greedy-identity"] == "pass"
     assert checks["integrity.isolation"] == "skip"
+    # and the sample entry reports no TPS, so there is nothing to reproduce
+    assert req.doc["reported_tps"] is None
+    skipped = sorted(k for k, v in checks.items() if v == "skip")
+    assert skipped == ["integrity.isolation", "tps.reproduction"]
     assert report["metrics"]["tps"]["median"] > 0
     assert report["heldout"]["public"] is False
     (record,) = LocalStore(tmp_path / "results").list_records()

@@ -126,6 +126,9 @@ def test_a_stale_claim_commit_is_answered_412_and_retried(
 def test_open_queue_urls(tmp_path: Path) -> None:
     assert isinstance(open_queue(str(tmp_path / "q")), LocalQueue)
     hub = open_queue("hf://datasets/org/queue?endpoint=http://127.0.0.1:9")
-    assert isinstance(hub, HubQueue) and hub.endpoint == "http://127.0.0.1:9"
+    assert isinstance(hub, HubQueue) and hub.repo.endpoint == "http://127.0.0.1:9"
+    assert hub.private is True  # a queue is private unless asked otherwise
     with pytest.raises(UsageError):
         open_queue("hf://models/org/queue")
+    with pytest.raises(UsageError, match="main branch"):
+        open_queue("hf://datasets/org/queue@dev")

@@ -67,6 +67,7 @@ def test_free_engine_variables_are_recorded_not_rejected() -> None:
     assert config == {"VLLM_USE_V1": 1, "MY_KERNEL_TWEAK": "fast"}
 
 
+@pytest.mark.fires("config.schema")
 def test_type_and_bound_errors_name_the_key() -> None:
     findings = check_engine_config({"SLIDING_WINDOW": 0, "MAX_NUM_SEQS": "many"})
     messages = " ".join(f.message for f in findings)

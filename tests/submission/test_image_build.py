@@ -56,6 +56,8 @@ def test_custom_image_on_a_local_base_is_pinned_by_id(
         assert _image_id(record["tag"]) == record["image_id"]
         assert record["base_image"] == base_id and record["build_seconds"] > 0
         assert any("COPY" in line for line in lines)  # the build log streamed live
+        kept = (tmp_path / "out" / "acme-e1.build.log").read_text()
+        assert kept.splitlines() == lines  # and is kept beside the bundle
         listing = subprocess.run(
             ["docker", "run", "--rm", "--network", "none", record["tag"], "ls", "/submission"],
             capture_output=True,
@@ -97,3 +99,40 @@ def test_baseline_image_builds_on_the_engine_base(
         assert out.stdout.strip() == "cpu"
     finally:
         _remove(result.image["tag"])
+
+
+def test_package_shows_no_docker_log_unless_asked(
+    make_submission: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from podium.cli.app import main
+
+    base = "podium/base:bookworm"
+    if _image_id(base) is None:
+        pytest.skip(f"{base} is not built (scripts/build-images.sh)")
+    directory = make_submission("custom")
+    text = (directory / "podium.toml").read_text()
+    (directory / "podium.toml").write_text(
+        text.replace(f'base_image = "{ENGINE_BASE_IMAGE}"', f'base_image = "{base}"')
+    )
+    (directory / "Dockerfile").write_text(
+        'ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY . /submission/\nCMD ["true"]\n'
+    )
+    tags = []
+    try:
+        for logs in (False, True):
+            out_dir = tmp_path / f"out-{logs}"
+            with pytest.raises(SystemExit) as done:
+                main(
+                    ["submission", "package", str(directory), "-o", str(out_dir)]
+                    + (["--logs"] if logs else [])
+                )
+            captured = capsys.readouterr()
+            assert done.value.code == 0, captured.err
+            shown = captured.out + captured.err
+            assert ("Step 1/" in shown) is logs  # the build log only with --logs
+            assert "Step 1/" in (out_dir / "acme-e1.build.log").read_text()
+            assert "\nnext: podium submission selfcheck" in "\n" + captured.out
+            tags.append(json.loads((out_dir / "acme-e1.image.json").read_text())["tag"])
+    finally:
+        for tag in tags:
+            _remove(tag)

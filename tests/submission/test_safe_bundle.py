@@ -51,6 +51,17 @@ def _refused(bundle: Path, tmp_path: Path, spec: ChallengeSpec, finding_id: str)
     assert not Path("/tmp/podium-escaped").exists()
 
 
+@pytest.mark.fires(
+    "bundle.path-traversal",
+    "bundle.absolute-path",
+    "bundle.link",
+    "bundle.special-file",
+    "bundle.duplicate-name",
+    "bundle.too-many-files",
+    "bundle.too-large",
+    "bundle.manifest-missing",
+    "bundle.manifest-invalid",
+)
 @pytest.mark.parametrize(
     ("members", "finding_id"),
     [
@@ -127,6 +138,7 @@ def test_compressed_size_over_the_cap(tmp_path: Path, small_limits: ChallengeSpe
     _refused(bundle, tmp_path, small_limits, "bundle.too-large")
 
 
+@pytest.mark.fires("bundle.not-gzip", "bundle.corrupt")
 def test_not_gzip_and_corrupt(tmp_path: Path, small_limits: ChallengeSpec) -> None:
     plain = tmp_path / "plain.tar.gz"
     with tarfile.open(plain, "w") as tar:
@@ -188,6 +200,12 @@ def test_changed_file_after_packaging_is_a_digest_mismatch(
     assert opened.findings[0].where == "Dockerfile"
 
 
+@pytest.mark.fires(
+    "bundle.config-mismatch",
+    "bundle.digest-mismatch",
+    "bundle.missing-file",
+    "bundle.unlisted-file",
+)
 def test_unlisted_missing_and_config_mismatch(
     packaged: Path, tmp_path: Path, tiny: ChallengeSpec
 ) -> None:

@@ -1,9 +1,13 @@
-"""The harness's own HTTP/1.1 client reads every answer shape an engine may send.
+"""The harness's wire (h11 underneath) reads every answer shape an engine may send, and
+every malformed one becomes a clear ``EngineError``.
 
-A real standard-library HTTP server answers; each path is one server behaviour:
-Content-Length and chunked bodies, a body ended by closing the connection, an explicit
-``Connection: close``, a kept-alive connection the server drops just as the next request
-arrives, error statuses, an answer that never comes, and a connection reset.
+A real standard-library HTTP server answers the well-formed cases; each path is one
+server behaviour: Content-Length and chunked bodies, a body ended by closing the
+connection, an explicit ``Connection: close``, a kept-alive connection the server drops
+just as the next request arrives, error statuses, an answer that never comes, and a
+connection reset. A raw socket server plays the hostile engine: malformed status and
+header lines, bad lengths and chunking, an oversized header block, answers cut short, a
+drip-fed answer, a body that is not JSON and bytes smuggled after an answer.
 """
 
 from __future__ import annotations
@@ -224,3 +228,159 @@ def test_a_refused_connection_is_an_engine_error() -> None:
 
     with pytest.raises(EngineError, match="list models: the engine closed or refused"):
         asyncio.run(go())
+
+
+# -- hostile engines: answers written byte by byte on a raw socket -----------------------
+
+OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+HOSTILE: dict[str, list[bytes | float]] = {
+    "/bad-status": [b"HTTP/1.1 OK\r\nContent-Length: 2\r\n\r\n{}"],
+    "/not-http": [b"SSH-2.0-OpenSSH_9.6\r\n\r\n"],
+    "/no-colon": [OK_HEAD + b"this line has no colon\r\nContent-Length: 2\r\n\r\n{}"],
+    "/bad-length": [OK_HEAD + b"Content-Length: twelve\r\n\r\n{}"],
+    "/two-lengths": [OK_HEAD + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}x"],
+    "/bad-chunk": [OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"],
+    "/chunk-overrun": [OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}}}}\r\n0\r\n\r\n"],
+    "/huge-head": [OK_HEAD + b"X-Pad: " + b"a" * 200_000 + b"\r\nContent-Length: 2\r\n\r\n{}"],
+    "/truncated": [OK_HEAD + b'Content-Length: 100\r\n\r\n{"choices": ['],
+    "/truncated-chunks": [OK_HEAD + b'Transfer-Encoding: chunked\r\n\r\n10\r\n{"cho'],
+    "/head-cut": [b"HTTP/1.1 200 OK\r\nContent-Le"],
+    "/bad-json": [OK_HEAD + b"Content-Length: 9\r\n\r\n{not json"],
+    "/drip": [b"H", 0.2, b"T", 0.2, b"T", 0.2, b"P", 0.2, b"/", 0.2, b"1", 0.2, b".", 0.2],
+    # one write, so the smuggled answer is there before the next request could be sent
+    "/smuggle": [
+        OK_HEAD
+        + b'Content-Length: 15\r\n\r\n{"first": true}'
+        + OK_HEAD
+        + b'Content-Length: 18\r\n\r\n{"smuggled": true}'
+    ],
+}
+
+
+class _RawServer:
+    """Reads each request, then writes the scripted bytes of its path (a float: a pause)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            buf = b""
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                path = head.split(b" ")[1].decode()
+                if path == "/honest":
+                    conn.sendall(OK_HEAD + b'Content-Length: 16\r\n\r\n{"honest": true}')
+                    continue
+                try:
+                    for step in HOSTILE[path]:
+                        if isinstance(step, float):
+                            time.sleep(step)
+                        else:
+                            conn.sendall(step)
+                except OSError:
+                    return  # the client gave up first
+                if path != "/smuggle":
+                    return  # close after the scripted answer
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def hostile() -> Iterator[_RawServer]:
+    srv = _RawServer()
+    try:
+        yield srv
+    finally:
+        srv.close()
+
+
+def _probe(url: str, path: str, timeout_s: float = 5.0) -> Any:
+    async def go() -> Any:
+        async with EngineClient(url, timeout_s=timeout_s) as client:
+            return await client.get_json(path, "probe")
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/bad-status",
+        "/not-http",
+        "/no-colon",
+        "/bad-length",
+        "/two-lengths",
+        "/bad-chunk",
+        "/chunk-overrun",
+        "/huge-head",
+    ],
+)
+def test_a_malformed_answer_is_an_engine_error_saying_it_is_not_http(
+    hostile: _RawServer, path: str
+) -> None:
+    with pytest.raises(EngineError) as info:
+        _probe(hostile.url, path)
+    assert not isinstance(info.value, EngineTimeout)
+    assert info.value.message.startswith("probe: the engine's answer is not well-formed HTTP/1.1")
+    assert info.value.hint and "malformed" in info.value.hint
+
+
+@pytest.mark.parametrize("path", ["/truncated", "/truncated-chunks", "/head-cut"])
+def test_an_answer_cut_short_is_an_engine_error_naming_the_bytes_received(
+    hostile: _RawServer, path: str
+) -> None:
+    with pytest.raises(EngineError, match=r"closed mid-answer after \d+ bytes") as info:
+        _probe(hostile.url, path)
+    assert not isinstance(info.value, EngineTimeout)
+
+
+def test_a_header_block_over_the_limit_is_refused_before_it_is_all_read(
+    hostile: _RawServer,
+) -> None:
+    from verifier.harness.wire import MAX_HEAD_BYTES
+
+    assert len(HOSTILE["/huge-head"][0]) > 3 * MAX_HEAD_BYTES  # type: ignore[arg-type]
+    with pytest.raises(EngineError, match="not well-formed"):
+        _probe(hostile.url, "/huge-head")
+
+
+def test_a_drip_fed_answer_times_out_at_the_request_deadline(hostile: _RawServer) -> None:
+    start = time.monotonic()
+    with pytest.raises(EngineTimeout, match=r"probe: the engine did not answer within 0\.5 s"):
+        _probe(hostile.url, "/drip", timeout_s=0.5)
+    assert time.monotonic() - start < 1.0, "bytes trickling in do not extend the deadline"
+
+
+def test_a_body_that_is_not_json_is_an_engine_error(hostile: _RawServer) -> None:
+    with pytest.raises(EngineError, match=r"probe: the answer is not JSON") as info:
+        _probe(hostile.url, "/bad-json")
+    assert not isinstance(info.value, EngineTimeout)
+
+
+def test_bytes_after_an_answer_are_never_read_as_the_next_answer(hostile: _RawServer) -> None:
+    async def go() -> list[Any]:
+        async with EngineClient(hostile.url, timeout_s=5.0) as client:
+            return [await client.get_json(p, "probe") for p in ("/smuggle", "/honest")]
+
+    assert asyncio.run(go()) == [{"first": True}, {"honest": True}]
+    assert hostile.connections == 2, "the connection with trailing bytes was not reused"

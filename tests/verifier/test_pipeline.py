@@ -131,7 +131,12 @@ def test_a_bundle_rejected_at_intake_needs_no_runner(tmp_path: Path) -> None:
     assert out.verdict == "REJECTED" and ids(report) == {"bundle.path-traversal"}
     assert "runner" not in report and report["environment"] is None
     assert report["stages"] == [
-        {"name": "intake", "status": "ok", "seconds": 0.0, "note": "run by the caller"}
+        {
+            "name": "intake",
+            "status": "failed",
+            "seconds": 0.0,
+            "note": "by the caller",
+        }
     ]
     assert report["submission"]["bundle_sha256"] == opened.bundle_sha256
 

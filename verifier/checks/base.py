@@ -85,6 +85,25 @@ def failed(
     return CheckOutcome(CheckResult(check_id, "fail", summary, details), [finding, *extra])
 
 
+def judged(
+    check_id: str,
+    ok: bool,
+    summary: str,
+    details: dict[str, Any] | None = None,
+    *,
+    hint: str,
+) -> CheckOutcome:
+    """``passed`` when ``ok``, else ``failed`` with ``hint``: the end of most checks."""
+    if ok:
+        return passed(check_id, summary, details)
+    return failed(check_id, summary, details, hint=hint)
+
+
+def raised(check_id: str, message: str, *, hint: str, where: str | None = None) -> CheckOutcome:
+    """A findings-only outcome: one error finding and no check result."""
+    return CheckOutcome(None, [Finding(check_id, "error", message, hint=hint, where=where)])
+
+
 def unreliable(
     check_id: str, summary: str, details: dict[str, Any] | None = None, *, hint: str | None = None
 ) -> CheckOutcome:

@@ -27,15 +27,7 @@ import statistics
 from typing import Any
 
 from schemas.check_ids import INTEGRITY_CACHING
-from verifier.checks.base import (
-    CheckContext,
-    CheckOutcome,
-    disabled,
-    enabled,
-    failed,
-    passed,
-    skipped,
-)
+from verifier.checks.base import CheckContext, CheckOutcome, disabled, enabled, judged, skipped
 from verifier.harness.tps import RequestRecord
 
 CHECK_ID = INTEGRITY_CACHING
@@ -103,11 +95,10 @@ async def caching(ctx: CheckContext) -> CheckOutcome:
         f"repeated prompts ran {speedup:.2f}x the speed of fresh ones beside them "
         f"(median of {len(pairs)} controls; limit {max_speedup:.2f}x)"
     )
-    if speedup > max_speedup:
-        return failed(
-            CHECK_ID,
-            text,
-            details,
-            hint="do not cache or replay answers; every request must be generated",
-        )
-    return passed(CHECK_ID, text, details)
+    return judged(
+        CHECK_ID,
+        speedup <= max_speedup,
+        text,
+        details,
+        hint="do not cache or replay answers; every request must be generated",
+    )

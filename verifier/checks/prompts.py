@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.check_ids import TPS_PROMPT_MISMATCH, TPS_TOKEN_INVALID
-from schemas.findings import Finding
 from verifier.checks.base import (
     CheckContext,
     CheckOutcome,
@@ -23,6 +22,7 @@ from verifier.checks.base import (
     enabled,
     failed,
     passed,
+    raised,
     skipped,
 )
 from verifier.harness.render import out_of_vocabulary
@@ -97,15 +97,9 @@ async def token_invalid(ctx: CheckContext) -> CheckOutcome:
     if not bad:
         return CheckOutcome(None)
     pid, ids = bad[0]
-    return CheckOutcome(
-        None,
-        [
-            Finding(
-                TPS_TOKEN_INVALID,
-                "error",
-                f"{len(bad)} answers carry token ids outside the pinned vocabulary of "
-                f"{ctx.vocab_size} (e.g. {pid}: {ids[:5]})",
-                hint="return the ids the pinned tokenizer knows; decode nothing of your own",
-            )
-        ],
+    return raised(
+        TPS_TOKEN_INVALID,
+        f"{len(bad)} answers carry token ids outside the pinned vocabulary of "
+        f"{ctx.vocab_size} (e.g. {pid}: {ids[:5]})",
+        hint="return the ids the pinned tokenizer knows; decode nothing of your own",
     )

@@ -40,6 +40,7 @@ from verifier.checks.base import (
     disabled,
     enabled,
     failed,
+    judged,
     passed,
     percent,
     skipped,
@@ -257,14 +258,13 @@ async def reference_decode(ctx: CheckContext) -> CheckOutcome:
         f"{percent(minimum)}, and {percent(floor)} in every answer; worst answer "
         f"{percent(worst['fraction'])})"
     )
-    if fraction < minimum or worst["fraction"] < floor:
-        return failed(
-            INTEGRITY_REFERENCE_DECODE,
-            text,
-            details,
-            hint="the timed answers must be the pinned model's greedy decode of the prompt sent",
-        )
-    return passed(INTEGRITY_REFERENCE_DECODE, text, details)
+    return judged(
+        INTEGRITY_REFERENCE_DECODE,
+        fraction >= minimum and worst["fraction"] >= floor,
+        text,
+        details,
+        hint="the timed answers must be the pinned model's greedy decode of the prompt sent",
+    )
 
 
 async def reference_ppl(ctx: CheckContext) -> CheckOutcome:

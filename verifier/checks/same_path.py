@@ -26,15 +26,14 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.check_ids import INTEGRITY_SAME_PATH, PPL_RANK_MISMATCH
-from schemas.findings import Finding
 from verifier.checks.base import (
     CheckContext,
     CheckOutcome,
     disabled,
     enabled,
-    failed,
-    passed,
+    judged,
     percent,
+    raised,
     skipped,
 )
 from verifier.checks.reference import Position, reference_positions
@@ -128,14 +127,13 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
         + (", listing the reference's top" if with_reference else " (no reference: values only)")
         + f" (required {percent(minimum)})"
     )
-    if fraction < minimum:
-        return failed(
-            CHECK_ID,
-            text,
-            details,
-            hint="decode and scoring must run the same model: no path switched by prompt_logprobs",
-        )
-    return passed(CHECK_ID, text, details)
+    return judged(
+        CHECK_ID,
+        fraction >= minimum,
+        text,
+        details,
+        hint="decode and scoring must run the same model: no path switched by prompt_logprobs",
+    )
 
 
 async def probe_ranks(ctx: CheckContext) -> CheckOutcome:
@@ -150,16 +148,10 @@ async def probe_ranks(ctx: CheckContext) -> CheckOutcome:
     if not bad:
         return CheckOutcome(None)
     record, n = bad[0]
-    return CheckOutcome(
-        None,
-        [
-            Finding(
-                PPL_RANK_MISMATCH,
-                "error",
-                f"{len(bad)} scored answers list tokens whose ranks contradict their logprobs "
-                f"(e.g. {record}: {n} pair(s))",
-                hint="report each token's rank as its place by logprob (1 = the highest)",
-                where=record,
-            )
-        ],
+    return raised(
+        PPL_RANK_MISMATCH,
+        f"{len(bad)} scored answers list tokens whose ranks contradict their logprobs "
+        f"(e.g. {record}: {n} pair(s))",
+        hint="report each token's rank as its place by logprob (1 = the highest)",
+        where=record,
     )

@@ -17,10 +17,8 @@ one write per tick (``LeaseKeeper``).
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,12 +32,11 @@ from verifier.dispatch.jobs import JobsBackend, JobSpec, JobState, VolumeSpec
 from verifier.intake import intake
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.queue.lease import LeaseKeeper
+from verifier.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
 from verifier.queue.request import Claim, QueueRequest
 from verifier.queue.stores.base import QueueStore, default_identity
 from verifier.report import write_report
-from verifier.worker import Handled, conclude, conclude_failed
 
-Say = Callable[[str], None]
 ENGINE_ALIAS = "engine"
 
 
@@ -85,41 +82,25 @@ class Dispatcher:
     def __init__(self, cfg: DispatchConfig, say: Say | None = None):
         self.cfg = cfg
         self.say: Say = say or (lambda _line: None)
-        self._stopping = threading.Event()
-        self.handled: list[Handled] = []
+        self.loop = ClaimLoop(
+            cfg.queue,
+            who=cfg.dispatcher_id,
+            lease_s=cfg.lease_s,
+            poll_s=cfg.poll_s,
+            max_concurrent=cfg.max_concurrent,
+            say=self.say,
+        )
+
+    @property
+    def handled(self) -> list[Handled]:
+        return self.loop.handled
 
     def stop(self) -> None:
-        self._stopping.set()
+        self.loop.stop()
 
     def run(self, *, once: bool = False) -> list[Handled]:
         """Keep up to ``max_concurrent`` requests in flight; ``once``: drain what is there."""
-        cfg = self.cfg
-        with (
-            LeaseKeeper(cfg.queue, cfg.lease_s) as keeper,
-            ThreadPoolExecutor(cfg.max_concurrent) as pool,
-        ):
-            running: list[Future[Handled]] = []
-            while not self._stopping.is_set():
-                running = [f for f in running if not self._collect(f)]
-                got = None
-                if len(running) < cfg.max_concurrent:
-                    got = cfg.queue.claim(cfg.dispatcher_id, cfg.lease_s)
-                if got is not None:
-                    keeper.hold(got[1])
-                    running.append(pool.submit(self._guarded, keeper, *got))
-                    continue
-                if once and not running:
-                    break
-                self._stopping.wait(min(cfg.poll_s, 1.0) if running else cfg.poll_s)
-            for f in running:
-                self._collect(f, wait=True)
-        return self.handled
-
-    def _collect(self, fut: Future[Handled], wait: bool = False) -> bool:
-        if not wait and not fut.done():
-            return False
-        self.handled.append(fut.result())
-        return True
+        return self.loop.run(self._guarded, until_empty=once)
 
     def _guarded(self, keeper: LeaseKeeper, req: QueueRequest, claim: Claim) -> Handled:
         try:

@@ -20,12 +20,14 @@ from podium.errors import DockerError
 
 BASE = "podium/engine-base:bookworm"
 PACKAGES = ("podium", "schemas", "submission", "verifier", "leaderboard", "engines")
-WHEELS = ("jsonschema", "cryptography", "httpx")
+# what podium's core needs beyond the engine base (which has huggingface_hub, httpx2, h11,
+# typer, rich and click already)
+WHEELS = ("jsonschema", "cryptography")
 DOCKERFILE = """\
 ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
 COPY wheels /tmp/wheels
-RUN python3 -m pip install --no-index --find-links /tmp/wheels jsonschema cryptography httpx \\
+RUN python3 -m pip install --no-index --find-links /tmp/wheels jsonschema cryptography \\
     && rm -rf /tmp/wheels
 COPY src /opt/podium
 ENV PYTHONPATH=/opt/podium PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 HF_HUB_OFFLINE=1

@@ -13,8 +13,8 @@ from typing import Any
 
 from huggingface_hub import HfApi, Volume
 
-from leaderboard.stores.hub_errors import HUB_ERRORS, translate_hub_error
 from podium.errors import DockerError, UsageError
+from podium.hub import HUB_ERRORS, resolve_endpoint, translate_hub_error
 from verifier.dispatch.jobs import JobSpec, JobState
 
 
@@ -31,7 +31,7 @@ class HfJobs:
         image_repo: str | None = None,
     ):
         self.namespace = namespace
-        self.api = HfApi(endpoint=endpoint, token=token)
+        self.api = HfApi(endpoint=resolve_endpoint(endpoint), token=token)
         self.image_repo = image_repo
 
     def _call(self, action: str, fn: Any) -> Any:

@@ -1,15 +1,16 @@
-"""The harness's only way to reach an engine: HTTP/1.1, through ``wire.Wire``.
+"""The harness's only way to reach an engine: HTTP/1.1, through ``wire.Wire`` (h11).
 
 The harness never knows how the engine was started; it gets a base URL and speaks
 vLLM's OpenAI-compatible subset (``docs/engine-protocol.md``). Every transport failure,
-timeout and non-2xx answer is translated into ``EngineError`` / ``EngineTimeout`` in one
-place, ``engine_error``, naming the request kind and an excerpt of what came back.
+malformed answer, timeout and non-2xx answer is translated into ``EngineError`` /
+``EngineTimeout`` in one place, ``engine_error``, naming the request kind and an excerpt
+of what came back.
 
 Each request runs under a total deadline (``asyncio.timeout``), so an engine that drips
-bytes cannot hold a request open forever. The wire is a small client of its own, not
-httpx: the TPS loop is closed, and httpx's per-request cost (about 2 ms of Python on a
-small machine) would be charged to the engine (``docs/benchmarks.md``, section 1). It
-reads no proxy variables: the verifier's machine must never reroute the engine's traffic.
+bytes cannot hold a request open forever. The wire writes each request in one piece and
+parses answers with h11; ``docs/benchmarks.md`` (section 1) measures its cost per request
+side by side with httpx. It reads no proxy variables: the verifier's machine must never
+reroute the engine's traffic.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from verifier.harness.wire import ProtocolError, Response, Wire
 
 _EXCERPT = 300
 _DRAIN_S = 0.05  # longest wait for a stream's end after 'data: [DONE]'
-# what a transport failure can raise: refused or reset (OSError), closed mid-answer
-# (EOFError: asyncio.IncompleteReadError), or an answer that is not HTTP
-TRANSPORT_ERRORS = (OSError, EOFError, ProtocolError, TimeoutError)
+# what a transport failure can raise: refused or reset (OSError), an answer h11 refused
+# (ProtocolError: malformed, oversized or cut short), or no answer in time
+TRANSPORT_ERRORS = (OSError, ProtocolError, TimeoutError)
 
 
 def engine_error(
@@ -57,7 +58,13 @@ def engine_error(
             hint="read the engine's log for the cause",
             where=kind,
         )
-    if isinstance(exc, OSError | EOFError | ProtocolError):
+    if isinstance(exc, ProtocolError):
+        return EngineError(
+            f"{kind}: the engine's answer is not well-formed HTTP/1.1 ({exc})",
+            hint="the engine sent a malformed or truncated answer; read its log",
+            where=kind,
+        )
+    if isinstance(exc, OSError):
         return EngineError(
             f"{kind}: the engine closed or refused the connection ({type(exc).__name__}: {exc})",
             hint="the engine probably crashed; read its log",

@@ -248,30 +248,34 @@ class _Evaluation:
         return result, self.scorer.result(self.ppl_records)
 
 
-async def _harness(
-    base_url: str,
-    spec: ChallengeSpec,
-    *,
-    public_prompts: Sequence[Prompt],
-    heldout_prompts: Sequence[Prompt],
-    ppl_records: Sequence[dict[str, Any]],
-    renderer: Renderer,
-    reported_tps: float | None,
-    progress: Progress | None,
-    tokenize: Tokenize | None,
-    eos_token_ids: Sequence[int],
-    is_alive: Callable[[], bool] | None,
-    ready_timeout_s: float | None,
-    seed: int,
-) -> HarnessResult:
-    result = HarnessResult(ppl_records=ppl_records_of(spec, ppl_records))
+@dataclass
+class _Job:
+    """One evaluation's inputs, as ``run_harness`` takes them."""
+
+    public_prompts: Sequence[Prompt]
+    heldout_prompts: Sequence[Prompt]
+    ppl_records: Sequence[dict[str, Any]]
+    renderer: Renderer
+    reported_tps: float | None
+    progress: Progress | None
+    tokenize: Tokenize | None
+    eos_token_ids: Sequence[int]
+    is_alive: Callable[[], bool] | None
+    ready_timeout_s: float | None
+    seed: int
+
+
+async def _harness(base_url: str, spec: ChallengeSpec, job: _Job) -> HarnessResult:
+    public_prompts, heldout_prompts = job.public_prompts, job.heldout_prompts
+    renderer, progress, ready_timeout_s = job.renderer, job.progress, job.ready_timeout_s
+    result = HarnessResult(ppl_records=ppl_records_of(spec, job.ppl_records))
     stages = _Stages(result, spec.limits.evaluation_s)
     timeout = max(spec.tps.request_timeout_s, spec.ppl.timeout_s)
     async with EngineClient(base_url, timeout_s=timeout, concurrency=spec.tps.concurrency) as c:
 
         async def ready() -> None:
             wait = ready_timeout_s if ready_timeout_s is not None else spec.limits.startup_s
-            result.model = await c.wait_ready(wait, is_alive=is_alive)
+            result.model = await c.wait_ready(wait, is_alive=job.is_alive)
 
         async def evaluation() -> None:
             assert result.model is not None
@@ -282,19 +286,19 @@ async def _harness(
                 heldout=heldout_prompts,
                 ppl_records=result.ppl_records,
                 renderer=renderer,
-                seed=seed,
+                seed=job.seed,
                 progress=progress,
             )
             result.evidence = run.evidence
-            result.tps, result.ppl = await run.run(public_prompts, tokenize)
+            result.tps, result.ppl = await run.run(public_prompts, job.tokenize)
             result.findings.extend(result.ppl.findings)
             result.findings.extend(result.tps.findings)
 
         async def checks() -> None:
             ctx = result.context(
                 spec,
-                reported_tps=reported_tps,
-                eos_token_ids=eos_token_ids,
+                reported_tps=job.reported_tps,
+                eos_token_ids=job.eos_token_ids,
                 vocab_size=renderer.vocab_size,
             )
             for outcome in await registry.run_checks(registry.EVALUATION_PHASE, ctx):
@@ -325,23 +329,20 @@ def run_harness(
     seed: int | None = None,
 ) -> HarnessResult:
     """Evaluate the engine at ``base_url``; ``seed`` (fresh when None) places the probes."""
-    return asyncio.run(
-        _harness(
-            base_url,
-            spec,
-            public_prompts=public_prompts,
-            heldout_prompts=heldout_prompts,
-            ppl_records=ppl_records,
-            renderer=renderer,
-            reported_tps=reported_tps,
-            progress=progress,
-            tokenize=tokenize,
-            eos_token_ids=eos_token_ids,
-            is_alive=is_alive,
-            ready_timeout_s=ready_timeout_s,
-            seed=secrets.randbits(64) if seed is None else seed,
-        )
+    job = _Job(
+        public_prompts=public_prompts,
+        heldout_prompts=heldout_prompts,
+        ppl_records=ppl_records,
+        renderer=renderer,
+        reported_tps=reported_tps,
+        progress=progress,
+        tokenize=tokenize,
+        eos_token_ids=eos_token_ids,
+        is_alive=is_alive,
+        ready_timeout_s=ready_timeout_s,
+        seed=secrets.randbits(64) if seed is None else seed,
     )
+    return asyncio.run(_harness(base_url, spec, job))
 
 
 async def _judge(

@@ -1,15 +1,18 @@
-"""A minimal HTTP/1.1 keep-alive client on asyncio streams: the harness's wire to an engine.
+"""The harness's wire to an engine: HTTP/1.1 keep-alive connections, parsed by h11.
 
-Why not httpx: the TPS loop is closed, so every microsecond between one answer and the
-next request is charged to the engine, and httpx/httpcore spend about 2 ms of Python per
-request on a small machine, sending headers and body in two writes. This client writes
-request line, headers and body in one piece on a TCP_NODELAY connection, and parses only
-the status line, headers, and a body delimited by Content-Length, chunks or end of file.
+An engine under test is an adversary, so its answers are parsed by ``h11`` (the sans-IO
+HTTP/1.1 state machine under httpx), not by hand: status line, headers, Content-Length,
+chunked and close-delimited bodies, informational answers and keep-alive rules are h11's;
+this module only moves bytes between h11 and an asyncio connection. Each request is one
+write (request line, headers and body together, on a TCP_NODELAY connection): the TPS
+loop is closed, so whatever happens between one answer and the next request is charged
+to the engine (``docs/benchmarks.md``, section 1, measures it side by side with httpx).
 
-Failures are plain exceptions, translated by ``client.engine_error``: ``OSError`` (refused,
-reset), ``EOFError`` (the engine closed mid-answer), ``ProtocolError``, ``TimeoutError``.
-A kept-alive connection the engine closed meanwhile (nothing of the answer arrived) is
-retried once on a fresh connection.
+Failures are plain exceptions, translated by ``client.engine_error``: ``OSError``
+(refused, reset), ``ProtocolError`` (h11 refused the answer: a malformed status line,
+bad chunking, a header block over ``MAX_HEAD_BYTES``, a body cut short),
+``TimeoutError``. A kept-alive connection the engine closed meanwhile (nothing of the
+answer arrived) is retried once on a fresh connection.
 """
 
 from __future__ import annotations
@@ -17,15 +20,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-_LIMIT = 1 << 20  # longest header block or chunk-size line read in one piece
+import h11
+
+#: the longest header block (or chunk-size line) an engine may send before h11 refuses it
+MAX_HEAD_BYTES = 64 * 1024
+_MAX_BUFFER = 1 << 20  # unparsed bytes held before reading pauses
 
 
 class ProtocolError(Exception):
-    """The engine's answer is not well-formed HTTP/1.x."""
+    """The engine's answer is not well-formed HTTP/1.1 (h11 refused it)."""
 
 
 class StaleConnection(ConnectionError):
@@ -50,11 +57,123 @@ class Response:
         return self.body.decode("utf-8", "replace")
 
 
-@dataclass
-class _Conn:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    reused: bool = False
+class _Conn(asyncio.Protocol):
+    """One TCP connection: bytes go straight from the socket into its h11 state machine.
+
+    Everything the engine sends lands in h11's buffer as it arrives, so bytes sent past
+    an answer are seen (``usable`` is then false) instead of being read later as the
+    answer to the next request. Reading pauses while more than ``_MAX_BUFFER`` bytes
+    wait to be parsed.
+    """
+
+    def __init__(self) -> None:
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.transport: asyncio.Transport | None = None
+        self.reused = False
+        self.received = 0  # bytes of the current answer so far
+        self.eof = False  # the engine closed its side
+        self.lost: Exception | None = None
+        self._unparsed = 0  # bytes given to h11 since it last asked for more
+        self._paused = False
+        self._wake: asyncio.Future[None] | None = None
+
+    # -- asyncio's side ----------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.eof:
+            return
+        self.received += len(data)
+        self._unparsed += len(data)
+        self.h11.receive_data(data)
+        if not self._paused and self._unparsed > _MAX_BUFFER:
+            assert self.transport is not None
+            self.transport.pause_reading()
+            self._paused = True
+        self._notify()
+
+    def eof_received(self) -> bool:
+        if not self.eof:
+            self.eof = True
+            self.h11.receive_data(b"")
+        self._notify()
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = exc
+        self.eof_received()
+
+    def _notify(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    # -- ours ----------------------------------------------------------------------
+
+    def usable(self) -> bool:
+        """Open, and nothing arrived since the last answer ended."""
+        assert self.transport is not None
+        return not self.eof and not self.transport.is_closing() and not self.h11.trailing_data[0]
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> None:
+        """The whole request in one write: h11 checks and frames it."""
+        try:
+            data = self.h11.send(h11.Request(method=method, target=target, headers=headers))
+            if body:
+                data = (data or b"") + (self.h11.send(h11.Data(data=body)) or b"")
+            data = (data or b"") + (self.h11.send(h11.EndOfMessage()) or b"")
+        except h11.LocalProtocolError as exc:  # a request podium built wrongly: a bug
+            raise ValueError(f"cannot send {method} {target}: {exc}") from exc
+        if self.eof or self.transport is None or self.transport.is_closing():
+            raise self._closed()
+        self.received = 0
+        self.transport.write(data)
+
+    def _closed(self) -> OSError:
+        if self.reused and self.received == 0:
+            return StaleConnection("a kept-alive connection closed before answering")
+        if self.lost is not None and isinstance(self.lost, OSError):
+            return self.lost
+        return ConnectionError("the engine closed the connection without answering")
+
+    async def next_event(self) -> object:
+        """The next event of the answer, waiting for bytes as h11 needs them."""
+        while True:
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                if self.eof and self.received:
+                    cut = f"the connection closed mid-answer after {self.received} bytes"
+                    raise ProtocolError(f"{cut} ({exc})") from None
+                if self.eof:
+                    raise self._closed() from None
+                raise ProtocolError(str(exc)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            if self.eof:  # h11 wants more, and no more will come
+                raise self._closed()
+            self._unparsed = 0
+            if self._paused:
+                assert self.transport is not None
+                self._paused = False
+                self.transport.resume_reading()
+            self._wake = asyncio.get_running_loop().create_future()
+            await self._wake
+
+    def reusable(self) -> bool:
+        """True once both sides finished the exchange, h11 allows another on it, and the
+        engine sent nothing past its answer (never read as the next request's answer)."""
+        done = self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+        if done and self.usable():
+            self.h11.start_next_cycle()
+            return True
+        return False
 
 
 class Stream:
@@ -65,40 +184,18 @@ class Stream:
         self.status = status
         self.headers = headers
         self.path = path
-        self.done = status in (204, 304)  # answers that never have a body
-        self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        keep_alive = "close" not in headers.get("connection", "").lower()
-        self.reusable = keep_alive and (self.chunked or "content-length" in headers)
-        length = headers.get("content-length", "0")
-        if not length.isdigit():
-            raise ProtocolError(f"malformed Content-Length: {length[:40]!r}")
-        self._left = int(length)
+        self.done = False  # the body was read to its end
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's pieces, as they come; ``done`` is true once the body is complete."""
-        reader = self._conn.reader
-        if self.done:
-            return
-        if self.chunked:
-            while True:
-                size = _chunk_size(await reader.readuntil(b"\r\n"))
-                if size == 0:
-                    while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                        pass  # trailers: ignored
-                    break
-                data = await reader.readexactly(size + 2)
-                yield data[:-2]
-        elif "content-length" in self.headers:
-            while self._left > 0:
-                data = await reader.read(min(self._left, 1 << 16))
-                if not data:
-                    raise asyncio.IncompleteReadError(b"", self._left)
-                self._left -= len(data)
-                yield data
-        else:
-            while data := await reader.read(1 << 16):
-                yield data
-        self.done = True
+        while not self.done:
+            event = await self._conn.next_event()
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                self.done = True
+            else:
+                raise ProtocolError(f"unexpected {type(event).__name__} in an answer's body")
 
     async def read(self) -> bytes:
         return b"".join([piece async for piece in self.chunks()])
@@ -115,20 +212,6 @@ class Stream:
             yield rest.rstrip(b"\r").decode("utf-8", "replace")
 
 
-def _chunk_size(line: bytes) -> int:
-    try:
-        return int(line.split(b";", 1)[0].strip(), 16)
-    except ValueError:
-        raise ProtocolError(f"malformed chunk size: {line[:40]!r}") from None
-
-
-async def _read_head(reader: asyncio.StreamReader) -> bytes:
-    try:
-        return await reader.readuntil(b"\r\n\r\n")
-    except asyncio.LimitOverrunError:
-        raise ProtocolError(f"an answer's header block exceeds {_LIMIT} bytes") from None
-
-
 class Wire:
     """Kept-alive connections to one ``http://host:port[/prefix]`` base URL.
 
@@ -142,8 +225,11 @@ class Wire:
         if url.scheme != "http" or not url.hostname:  # engines are local: no TLS
             raise ValueError(f"not an http:// URL: {base_url!r}")
         self.host, self.port, self.prefix = url.hostname, url.port or 80, url.path.rstrip("/")
-        host = url.netloc.rpartition("@")[2]
-        self._head = f"Host: {host}\r\nUser-Agent: podium-harness\r\nAccept: */*\r\n"
+        self._headers = [
+            ("Host", url.netloc.rpartition("@")[2]),
+            ("User-Agent", "podium-harness"),
+            ("Accept", "*/*"),
+        ]
         self.pool, self.connect_timeout_s = max(1, pool), connect_timeout_s
         self._idle: list[_Conn] = []
 
@@ -156,7 +242,7 @@ class Wire:
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
         for conn in idle:
-            conn.writer.close()
+            conn.close()
 
     async def request(
         self, method: str, path: str, body: bytes | None = None, *, timeout_s: float
@@ -171,79 +257,64 @@ class Wire:
         self, method: str, path: str, body: bytes | None = None
     ) -> AsyncIterator[Stream]:
         """Send one request; the caller reads the body. The connection is pooled again
-        only if the body was read to its end and the engine keeps it alive."""
-        data = self._encode(method, path, body)
+        only if the body was read to its end and both sides may go on with it."""
         conn = await self._acquire()
         keep = False
         try:
             try:
-                status, headers = await self._exchange(conn, data)
+                status, headers = await self._exchange(conn, method, path, body)
             except StaleConnection:
-                conn.writer.close()
+                conn.close()
                 conn = await self._connect()
-                status, headers = await self._exchange(conn, data)
+                status, headers = await self._exchange(conn, method, path, body)
             stream = Stream(conn, status, headers, self.prefix + path)
             yield stream
-            keep = stream.done and stream.reusable and len(self._idle) < self.pool
+            keep = stream.done and len(self._idle) < self.pool and conn.reusable()
         finally:
             if keep:
                 conn.reused = True
                 self._idle.append(conn)
             else:
-                conn.writer.close()
-
-    def _encode(self, method: str, path: str, body: bytes | None) -> bytes:
-        head = f"{method} {self.prefix}{path} HTTP/1.1\r\n{self._head}"
-        if body is None:
-            return (head + "\r\n").encode("latin-1")
-        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-        return head.encode("latin-1") + body
+                conn.close()
 
     async def _acquire(self) -> _Conn:
         while self._idle:
             conn = self._idle.pop()
-            if not conn.reader.at_eof() and not conn.writer.is_closing():
+            if conn.usable():
                 return conn
-            conn.writer.close()
+            conn.close()
         return await self._connect()
 
     async def _connect(self) -> _Conn:
+        loop = asyncio.get_running_loop()
         async with asyncio.timeout(self.connect_timeout_s):
-            reader, writer = await asyncio.open_connection(self.host, self.port, limit=_LIMIT)
-        sock = writer.get_extra_info("socket")
+            transport, conn = await loop.create_connection(_Conn, self.host, self.port)
+        sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return _Conn(reader, writer)
+        return conn
 
-    async def _exchange(self, conn: _Conn, data: bytes) -> tuple[int, dict[str, str]]:
+    async def _exchange(
+        self, conn: _Conn, method: str, path: str, body: bytes | None
+    ) -> tuple[int, dict[str, str]]:
         """Write the request in one piece and read the answer's status line and headers."""
-        try:
-            conn.writer.write(data)
-            await conn.writer.drain()
-            head = await _read_head(conn.reader)
-        except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError) as exc:
-            partial = isinstance(exc, asyncio.IncompleteReadError) and exc.partial
-            if conn.reused and not partial:
-                raise StaleConnection(f"a kept-alive connection closed: {exc!r}") from exc
-            raise
-        status, headers = _parse_head(head)
-        while 100 <= status < 200:  # informational answers precede the real one
-            status, headers = _parse_head(await _read_head(conn.reader))
-        return status, headers
+        headers = list(self._headers)
+        if body is not None:
+            headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        conn.send(method, self.prefix + path, headers, body or b"")
+        while True:
+            event = await conn.next_event()
+            if isinstance(event, h11.InformationalResponse):
+                continue  # 1xx answers precede the real one
+            if not isinstance(event, h11.Response):
+                raise ProtocolError(f"expected an answer, got {type(event).__name__}")
+            return event.status_code, _headers(event.headers)
 
 
-def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
-    lines = head.decode("latin-1").split("\r\n")[:-2]  # the head ends in two CRLFs
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-        raise ProtocolError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if not sep:
-            raise ProtocolError(f"malformed header line: {line[:80]!r}")
-        key, value = name.strip().lower(), value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    if parts[0] == "HTTP/1.0" and "keep-alive" not in headers.get("connection", "").lower():
-        headers["connection"] = "close"
-    return int(parts[1]), headers
+def _headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Header names lower-case (h11 already made them so); repeated names joined by ', '."""
+    out: dict[str, str] = {}
+    for name, value in raw:
+        key, text = name.decode("latin-1"), value.decode("latin-1")
+        out[key] = f"{out[key]}, {text}" if key in out else text
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from podium.errors import UsageError
 from verifier.queue.stores.base import BundleToSubmit, QueueStore, default_identity, describe_bundle
@@ -31,21 +31,29 @@ __all__ = [
 
 def hub_repo_of(url: str) -> tuple[str, str | None]:
     """(ORG/NAME, endpoint or None) of an ``hf://datasets/ORG/NAME`` URL."""
-    parts = urlsplit(url)
-    segments = (parts.netloc + parts.path).strip("/").split("/")
-    if len(segments) != 3 or segments[0] != "datasets" or not all(segments):
-        raise UsageError(f"bad Hub queue URL {url!r}", hint="write hf://datasets/ORG/NAME")
-    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    return f"{segments[1]}/{segments[2]}", query.get("endpoint") or os.environ.get("HF_ENDPOINT")
+    from podium.hub import parse_dataset_url
+
+    parsed = parse_dataset_url(url, what="queue")
+    return parsed.repo_id, parsed.endpoint
 
 
 def open_queue(url: str | None = None) -> QueueStore:
     url = url or os.environ.get(ENV_QUEUE) or DEFAULT_QUEUE
     if url.startswith("hf://"):
+        from podium.hub import parse_dataset_url
         from verifier.queue.stores.hub import HubQueue  # huggingface_hub only for Hub queues
 
-        repo, endpoint = hub_repo_of(url)
-        return HubQueue(repo, endpoint=endpoint, token=os.environ.get("HF_TOKEN") or None)
+        parsed = parse_dataset_url(url, what="queue")
+        if parsed.revision:
+            raise UsageError(
+                f"a queue lives on its main branch: {url!r}", hint="drop the @revision part"
+            )
+        return HubQueue(
+            parsed.repo_id,
+            endpoint=parsed.endpoint,
+            token=os.environ.get("HF_TOKEN") or None,
+            private=True if parsed.private is None else parsed.private,
+        )
     if url.startswith("file://"):
         return LocalQueue(Path(urlsplit(url).path))
     if "://" in url:

@@ -1,0 +1,170 @@
+"""How often is an honest entry not VERIFIED? Whole verifications, counted.
+
+    python -m bench.false_rejection --runs 20                  # the sample, quiet machine
+    python -m bench.false_rejection --runs 3 --hog 2    # 2 CPU hogs switching on and off
+    python -m bench.false_rejection --runs 20 --example tiny-vllm
+
+Each run is the real pipeline on the tiny challenge exactly as an organizer runs it: the
+sample submission packaged once, rebuilt without cache, run in the Docker sandbox, the
+timed evaluation with its interleaved PPL records and probes (fresh seeds every run),
+the reference stage on the verifier's own model. Per run it records the verdict, every
+check's status, and the margins of the calibrated checks (reference-decode agreement,
+the PPL deltas, the caching speedup, the trials' CV and how many trials ran), so the
+distance from each bound is visible, not only the verdict.
+
+``--hog N`` starts N busy processes that run for 3 s and pause for 3 s, over and over,
+for the whole run: a loaded machine. Honest runs must then never be REJECTED (a noisy
+measurement is FAILED by ``tps.unstable``, or still VERIFIED); the result says which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO_ROOT, RESULTS_DIR, machine
+
+
+def _hog(stop: Any) -> None:
+    while not stop.is_set():
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end and not stop.is_set():
+            pass
+        stop.wait(3.0)
+
+
+def _margins(report: dict[str, Any]) -> dict[str, Any]:
+    checks = {c["id"]: c for c in report["checks"]}
+
+    def detail(check_id: str, key: str) -> Any:
+        return (checks.get(check_id, {}).get("details") or {}).get(key)
+
+    tps = report["metrics"].get("tps") or {}
+    return {
+        "reference_decode_fraction": detail("integrity.reference-decode", "fraction"),
+        "reference_decode_max_gap": detail("integrity.reference-decode", "max_gap"),
+        "ppl_delta_low": detail("ppl.reference-mismatch", "lowest_delta_nats"),
+        "ppl_delta_high": detail("ppl.reference-mismatch", "highest_delta_nats"),
+        "caching_speedup": detail("integrity.caching", "speedup"),
+        "same_path_fraction": detail("integrity.same-path", "fraction"),
+        "tps_median": tps.get("median"),
+        "tps_cv": tps.get("cv"),
+        "trials_run": (tps.get("stability") or {}).get("trials_run"),
+        "free_running_identical": (detail("integrity.reference-decode", "free_running") or {}).get(
+            "identical"
+        ),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from schemas.challenge import load_challenge
+    from submission.bundle import package
+    from verifier.pipeline import VerifyRequest, verify
+    from verifier.runners.local_docker import LocalDockerRunner
+    from verifier.runners.process import reference_runner
+
+    work = Path(tempfile.mkdtemp(prefix="podium-frr-"))
+    src = work / "src"
+    shutil.copytree(
+        REPO_ROOT / "examples" / args.example,
+        src,
+        ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
+    )
+    packaged = package(src, work / "dist", build=False)
+    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
+    spec = load_challenge("tiny")
+    stop = multiprocessing.Event()
+    hogs = [multiprocessing.Process(target=_hog, args=(stop,)) for _ in range(args.hog)]
+    for h in hogs:
+        h.start()
+    runs: list[dict[str, Any]] = []
+    try:
+        for i in range(args.runs):
+            t0 = time.perf_counter()
+            out = verify(
+                VerifyRequest(
+                    bundle=packaged.bundle.path,
+                    spec=spec,
+                    runner=LocalDockerRunner(),
+                    out_dir=work / f"run-{i}",
+                    reference=reference_runner,
+                )
+            )
+            report = out.report
+            row = {
+                "run": i,
+                "verdict": out.verdict,
+                "wall_s": time.perf_counter() - t0,
+                "not_passed": {
+                    c["id"]: c["status"] for c in report["checks"] if c["status"] != "pass"
+                },
+                "error_findings": sorted(
+                    {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
+                ),
+                "seeds": report.get("seeds"),
+                **_margins(report),
+            }
+            runs.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        stop.set()
+        for h in hogs:
+            h.join()
+        shutil.rmtree(work, ignore_errors=True)
+    verdicts = [r["verdict"] for r in runs]
+
+    def spread(key: str) -> dict[str, float] | None:
+        values = [r[key] for r in runs if isinstance(r.get(key), int | float)]
+        return {"min": min(values), "max": max(values)} if values else None
+
+    return {
+        "example": args.example,
+        "challenge": "tiny",
+        "hogs": args.hog,
+        "runs": len(runs),
+        "verdicts": {v: verdicts.count(v) for v in sorted(set(verdicts))},
+        "false_rejections": sum(1 for v in verdicts if v == "REJECTED"),
+        "not_verified": sum(1 for v in verdicts if v != "VERIFIED"),
+        "wall_s_median": statistics.median(r["wall_s"] for r in runs) if runs else None,
+        "margins": {
+            key: spread(key)
+            for key in (
+                "reference_decode_fraction",
+                "reference_decode_max_gap",
+                "ppl_delta_low",
+                "ppl_delta_high",
+                "caching_speedup",
+                "same_path_fraction",
+                "tps_cv",
+                "trials_run",
+            )
+        },
+        "per_run": runs,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.false_rejection", description=__doc__)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--hog", type=int, default=0, help="busy processes, 3 s on / 3 s off")
+    parser.add_argument("--example", default="tiny-baseline", help="a folder of examples/")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    result = {"machine": machine(), **run(args)}
+    name = f"false_rejection-{args.example}" + (f"-hog{args.hog}" if args.hog else "") + ".json"
+    target = args.out or RESULTS_DIR / name
+    target.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"{result['verdicts']} over {result['runs']} runs; wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

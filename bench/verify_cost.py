@@ -1,0 +1,112 @@
+"""What a whole verification of the tiny demo costs, this tree against an older one.
+
+    git worktree add /tmp/podium-before <older commit>
+    python -m bench.verify_cost --before /tmp/podium-before --pairs 5
+
+Each tree packages the sample submission with its own code, then the two trees'
+``podium verify`` (the Docker sandbox, the tiny challenge, everything the demo runs)
+alternate, ``--pairs`` times each, in one run on one machine: A, B, A, B... so a machine
+that slows down for a while slows both. Reported: every wall time, the medians and the
+ratio this/before, with both commits. The older tree runs with this tree's Python
+environment, so only the code differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO_ROOT, RESULTS_DIR, machine
+
+
+def _sha(tree: Path) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return out.stdout.strip() or "unknown"
+
+
+def _cli(tree: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(
+        [sys.executable, "-m", "podium.cli.app", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+
+
+def _bundle(tree: Path, work: Path) -> Path:
+    src = work / "src"
+    shutil.copytree(
+        tree / "examples" / "tiny-baseline",
+        src,
+        ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
+    )
+    done = _cli(tree, "submission", "package", str(src), "-o", str(work / "dist"), cwd=work)
+    bundles = sorted((work / "dist").glob("*.tar.gz"))
+    if done.returncode != 0 or not bundles:
+        raise SystemExit(f"packaging with {tree} failed: {done.stdout[-800:]}{done.stderr[-800:]}")
+    return bundles[0]
+
+
+def _verify(tree: Path, bundle: Path, out: Path) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    done = _cli(
+        tree, "verify", str(bundle), "--challenge", "tiny", "-o", str(out), "--json", cwd=out.parent
+    )
+    wall = time.perf_counter() - t0
+    try:
+        verdict = json.loads(done.stdout).get("verdict")
+    except ValueError:
+        verdict = f"no JSON (exit {done.returncode}): {done.stderr[-300:]}"
+    return {"wall_s": wall, "verdict": verdict}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.verify_cost", description=__doc__)
+    parser.add_argument("--before", type=Path, required=True, help="a checkout of the older tree")
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "verify_cost.json")
+    args = parser.parse_args(argv)
+    trees = {"before": args.before.resolve(), "this": REPO_ROOT}
+    work = Path(tempfile.mkdtemp(prefix="podium-cost-"))
+    bundles = {}
+    for name, tree in trees.items():
+        (work / name).mkdir()
+        bundles[name] = _bundle(tree, work / name)
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "this": []}
+    for i in range(args.pairs):
+        for name in ("before", "this"):
+            row = _verify(trees[name], bundles[name], work / name / f"out-{i}")
+            runs[name].append(row)
+            print(name, json.dumps(row), flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    med = {k: statistics.median(r["wall_s"] for r in v) for k, v in runs.items()}
+    result = {
+        "machine": machine(),
+        "commits": {name: _sha(tree) for name, tree in trees.items()},
+        "pairs": args.pairs,
+        "runs": runs,
+        "median_wall_s": med,
+        "ratio_this_over_before": med["this"] / med["before"],
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    ratio = result["ratio_this_over_before"]
+    print(f"median {med['before']:.1f} s -> {med['this']:.1f} s: x{ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Options shared by every command, declared once so each means the same everywhere.
+
+--challenge, -c   a shipped challenge name or a spec file. Default: the challenge
+                  the document at hand names (a bundle's manifest, podium.toml);
+                  where there is none, $PODIUM_CHALLENGE, else ``tiny``. On the
+                  leaderboard it filters rows, and its default is every challenge.
+--out, -o         where a command writes its files
+--store, -s       a leaderboard store: ./dir or hf://datasets/ORG/NAME
+--queue, -q       a verification queue: ./dir or hf://datasets/ORG/NAME
+--key, -k         the organizer's Ed25519 private key (default: $PODIUM_SIGNING_KEY,
+                  a PEM file's path or the PEM text itself)
+--runner          where the engine runs (a choice that ``--help`` lists)
+--json            one JSON document on stdout, for machines
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from podium.errors import UsageError
+from podium.signing import KeyPair, load_private_key
+from schemas.challenge import ChallengeSpec, load_challenge
+
+ENV_CHALLENGE = "PODIUM_CHALLENGE"
+ENV_KEY = "PODIUM_SIGNING_KEY"
+DEFAULT_CHALLENGE = "tiny"
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document for machines.")]
+
+ChallengeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--challenge",
+        "-c",
+        help="Challenge name or spec file (default: the one the bundle or podium.toml names; "
+        f"else ${ENV_CHALLENGE}, else {DEFAULT_CHALLENGE}).",
+    ),
+]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        "-s",
+        help="Leaderboard store: ./dir or hf://datasets/ORG/NAME "
+        "(default: $PODIUM_STORE, else ./leaderboard-data).",
+    ),
+]
+QueueOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--queue", "-q", help="Queue: ./dir or hf://datasets/ORG/NAME (default: $PODIUM_QUEUE)."
+    ),
+]
+KeyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--key",
+        "-k",
+        help=f"Ed25519 private key (PEM) that signs (default: ${ENV_KEY}, a path or the PEM).",
+    ),
+]
+
+
+def out_option(what: str = "Folder for what this command writes") -> object:
+    """``--out/-o`` with a command's own help text (``--help`` shows its default)."""
+    return typer.Option("--out", "-o", help=f"{what}.")
+
+
+class Runner(enum.StrEnum):
+    """Where the engine under test runs."""
+
+    local_docker = "local-docker"
+    process = "process"
+    hf_jobs = "hf-jobs"
+
+
+class LocalRunner(enum.StrEnum):
+    """The runners that start the engine on this machine."""
+
+    local_docker = "local-docker"
+    process = "process"
+
+
+RunnerOpt = Annotated[
+    Runner,
+    typer.Option(
+        "--runner",
+        help="local-docker: the sandbox (the only one that can give VERIFIED); process: a "
+        "plain process, no Docker; hf-jobs: an engine a server job serves.",
+        case_sensitive=False,
+    ),
+]
+LocalRunnerOpt = Annotated[
+    LocalRunner,
+    typer.Option(
+        "--runner",
+        help="local-docker: the verifier's sandbox; process: a plain process, no Docker.",
+        case_sensitive=False,
+    ),
+]
+
+
+def challenge_name(given: str | None, named_by: str | None = None) -> str:
+    """The one rule for ``--challenge``: given, else the document's, else env, else tiny."""
+    return given or named_by or os.environ.get(ENV_CHALLENGE) or DEFAULT_CHALLENGE
+
+
+def resolve_challenge(given: str | None, named_by: str | None = None) -> ChallengeSpec:
+    return load_challenge(challenge_name(given, named_by))
+
+
+def _key_from_pem(pem: bytes) -> KeyPair:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(
+            f"${ENV_KEY} holds no usable private key: {exc}",
+            hint="set it to a PEM file's path or its text (podium keys generate KEYFILE)",
+        ) from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UsageError(f"${ENV_KEY} is not an Ed25519 private key")
+    return KeyPair(key)
+
+
+def signing_key(path: Path | None) -> KeyPair | None:
+    """``--key``, else ``$PODIUM_SIGNING_KEY`` (a PEM file's path, or the PEM text)."""
+    if path is not None:
+        return load_private_key(path)
+    env = os.environ.get(ENV_KEY, "").strip()
+    if env.startswith("-----BEGIN"):
+        return _key_from_pem(env.encode())
+    return load_private_key(Path(env)) if env else None
+
+
+def require_signing_key(path: Path | None) -> KeyPair:
+    """``signing_key``, for the commands that cannot work without one."""
+    key = signing_key(path)
+    if key is None:
+        raise UsageError(
+            "a signing key is needed",
+            hint=f"pass --key KEYFILE or set ${ENV_KEY} (podium keys generate KEYFILE)",
+        )
+    return key

@@ -1,0 +1,239 @@
+"""The one way a verification report is printed for humans.
+
+``podium verify``, ``podium submission selfcheck`` and ``podium report show`` all call
+``render_report``. It is generic over the report: every check and finding is printed
+as it comes (the list of check ids is the verifier's, never repeated here), and metrics
+the renderer does not know by name are printed as ``name  value`` rows, so new members
+show up without a change here. Every string from the report that a participant or an
+engine could have written goes through ``podium.untrusted``.
+
+The first lines always say what the document is worth: the verdict, and whether its
+signature was checked, merely present, or absent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from podium.untrusted import clean, text
+
+#: Above this coefficient of variation of the trials, the TPS is called unreliable when
+#: the challenge does not state its own bound (``tps.max_cv``).
+DEFAULT_MAX_CV = 0.15
+
+_VERDICT_STYLE = {"VERIFIED": "bold green", "REJECTED": "bold red", "FAILED": "bold red"}
+_STATUS_STYLE = {"pass": "green", "fail": "red", "error": "red"}
+_KNOWN_METRICS = {"tps", "ppl", "reported_tps", "baseline_tps", "speedup"}
+_TPS_SHOWN = {"median", "ci95", "cv", "trials"}
+_PPL_SHOWN = {"value", "cap"}
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What is known about a report's signature.
+
+    ``state``: ``verified`` (checked against a public key), ``signed`` (signed by this
+    run), ``unchecked`` (a signature is present, nobody checked it), ``unsigned`` or
+    ``invalid`` (checked, and it does not match).
+    """
+
+    state: str
+    key_id: str | None = None
+    problem: str | None = None
+    how_to_check: str | None = None
+    unsigned_because: str | None = None
+
+    def line(self) -> Text:
+        kid = f" (key {clean(self.key_id)})" if self.key_id else ""
+        if self.state == "verified":
+            return Text.assemble(("signature OK", "green"), f"{kid}: checked against the key given")
+        if self.state == "signed":
+            return Text.assemble(("signed", "green"), f"{kid} by this run")
+        if self.state == "invalid":
+            return Text.assemble(
+                ("signature INVALID", "bold red"),
+                f"{kid}: {clean(self.problem)}; nothing in this report can be trusted",
+            )
+        if self.state == "unchecked":
+            out = Text.assemble(
+                ("signature NOT CHECKED", "bold yellow"),
+                f"{kid}: anyone could have edited this file",
+            )
+            if self.how_to_check:
+                out.append(f"; check it with: {self.how_to_check}")
+            return out
+        return Text.assemble(
+            ("unsigned", "bold yellow"),
+            f": {self.unsigned_because or 'no signature'}; it proves nothing to anyone else",
+        )
+
+
+def label(report: dict[str, Any]) -> str:
+    """What a human sees: a self-check is SELF-REPORTED whatever it measured."""
+    verdict = str(report.get("verdict"))
+    if report.get("mode") == "self-check" and verdict in ("VERIFIED", "UNOFFICIAL"):
+        return "SELF-REPORTED"
+    return verdict
+
+
+def _num(value: Any, fmt: str = ".2f") -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return clean(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return format(value, fmt)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _generic_rows(prefix: str, values: dict[str, Any], skip: set[str]) -> list[tuple[str, str]]:
+    rows = []
+    for key, value in values.items():
+        if key in skip:
+            continue
+        name = f"{prefix}{key}"
+        if _scalar(value):
+            rows.append((name, "-" if value is None else _num(value, ".4g")))
+        elif isinstance(value, list):
+            rows.append((name, f"{len(value)} items"))
+        elif isinstance(value, dict):
+            rows += _generic_rows(f"{name}.", value, set())
+    return rows
+
+
+def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """The metrics table: the known ones in their words, then every other member."""
+    rows: list[tuple[str, str]] = []
+    tps = metrics.get("tps") if isinstance(metrics.get("tps"), dict) else None
+    ppl = metrics.get("ppl") if isinstance(metrics.get("ppl"), dict) else None
+    if tps:
+        if "median" in tps:
+            rows.append(("TPS (median)", _num(tps["median"])))
+        ci = tps.get("ci95")
+        if isinstance(ci, list) and len(ci) == 2:
+            rows.append(("TPS 95% CI", f"{_num(ci[0])} .. {_num(ci[1])}"))
+        if isinstance(tps.get("cv"), (int, float)):
+            rows.append(("TPS CV", f"{tps['cv']:.2%}"))
+        if isinstance(tps.get("trials"), list):
+            rows.append(("TPS trials", str(len(tps["trials"]))))
+        rows += _generic_rows("tps.", tps, _TPS_SHOWN)
+    if metrics.get("reported_tps") is not None:
+        rows.append(("reported TPS", _num(metrics["reported_tps"])))
+    if ppl:
+        if "value" in ppl:
+            rows.append(("PPL", "undefined" if ppl["value"] is None else _num(ppl["value"], ".4f")))
+        if "cap" in ppl:
+            rows.append(("PPL cap", _num(ppl["cap"], ".4f")))
+        rows += _generic_rows("ppl.", ppl, _PPL_SHOWN)
+    if metrics.get("speedup") is not None:
+        base = metrics.get("baseline_tps")
+        rows.append(("speed-up", f"{_num(metrics['speedup'])}x over {_num(base, '.1f')} TPS"))
+    rest = {k: v for k, v in metrics.items() if k not in _KNOWN_METRICS and v is not None}
+    rows += _generic_rows("", rest, set())
+    return rows
+
+
+def tps_warning(metrics: dict[str, Any], max_cv: float | None = None) -> str | None:
+    """Why the TPS cannot be relied on, or None: trials that disagree, or an interval
+    that reaches zero."""
+    tps = metrics.get("tps")
+    if not isinstance(tps, dict):
+        return None
+    cv, ci = tps.get("cv"), tps.get("ci95")
+    bound = max_cv or DEFAULT_MAX_CV
+    reasons = []
+    if isinstance(cv, (int, float)) and cv > bound:
+        reasons.append(f"its trials disagree (CV {cv:.0%}, above {bound:.0%})")
+    if isinstance(ci, list) and len(ci) == 2 and isinstance(ci[0], (int, float)) and ci[0] <= 0:
+        reasons.append(f"its 95% interval {_num(ci[0])} .. {_num(ci[1])} reaches zero")
+    if not reasons:
+        return None
+    return (
+        "the TPS is unreliable: "
+        + " and ".join(reasons)
+        + "; something else was probably using the machine: rerun when it is quiet"
+    )
+
+
+def _headline(report: dict[str, Any]) -> Text:
+    sub = report.get("submission") or {}
+    chal = report.get("challenge") or {}
+    verdict = label(report)
+    line = Text(verdict, style=_VERDICT_STYLE.get(str(report.get("verdict")), "bold yellow"))
+    if label(report) != report.get("verdict"):
+        line.append(f" ({clean(report.get('verdict'))})")
+    line.append(" ")
+    if sub.get("manifest_sha256"):
+        line.append_text(text(f"{sub.get('team')}/{sub.get('entry')}", "bold"))
+    else:
+        digest = str(sub.get("bundle_sha256") or "")[:12]
+        line.append(f"bundle {digest} (its manifest could not be read)")
+    line.append(f" on {clean(chal.get('id'))} {clean(chal.get('version'))}")
+    mode = "self-check on the public prompts" if report.get("mode") == "self-check" else "blind"
+    runner = f", runner {clean(report.get('runner'))}" if report.get("runner") else ""
+    line.append(f" ({mode}{runner})", style="dim")
+    return line
+
+
+def render_report(
+    con: Console, report: dict[str, Any], signature: Signature, *, max_cv: float | None = None
+) -> None:
+    """Print ``report`` for a human; see the module docstring."""
+    con.print(_headline(report))
+    con.print(signature.line())
+    rows = metric_rows(report.get("metrics") or {})
+    if rows:
+        table = Table(show_header=True, header_style="bold")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for name, value in rows:
+            table.add_row(text(name), text(value))
+        con.print(table)
+    checks = [c for c in report.get("checks") or [] if isinstance(c, dict)]
+    if checks:
+        table = Table(show_header=True, header_style="bold")
+        table.add_column("check")
+        table.add_column("status")
+        table.add_column("summary", overflow="fold")
+        for c in checks:
+            status = clean(c.get("status"))
+            table.add_row(
+                text(c.get("id")),
+                text(status, _STATUS_STYLE.get(status, "yellow")),
+                text(c.get("summary")),
+            )
+        con.print(table)
+    findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
+    if findings:
+        con.print(Text("findings:", style="bold"))
+    for f in findings:
+        severity = clean(f.get("severity"))
+        line = Text("  ")
+        line.append(severity, style="red" if severity == "error" else "yellow")
+        line.append(f" [{clean(f.get('check_id'))}] {clean(f.get('message'))}")
+        con.print(line)
+        if f.get("hint"):
+            con.print(text(f"      hint: {f['hint']}", "dim"))
+    warning = tps_warning(report.get("metrics") or {}, max_cv)
+    if warning:
+        con.print(Text.assemble(("warning: ", "bold yellow"), warning))
+    failure = report.get("failure")
+    if isinstance(failure, dict):
+        con.print(
+            Text.assemble(
+                (f"FAILED at stage {clean(failure.get('stage'))}: ", "bold red"),
+                clean(failure.get("message")),
+            )
+        )
+        tail = failure.get("log_tail")
+        if tail:
+            con.print(Text("engine log (tail):", style="dim"))
+            con.print(text(str(tail)[-1500:], multiline=True))
