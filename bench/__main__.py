@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import anchor, fidelity, http_clients, noise, plots, ppl_check, views
+from bench import anchor, fidelity, http_clients, noise, plots, ppl_check, proxy_latency, views
 from bench.common import RESULTS_DIR, machine, write_result
 
 PARTS: dict[str, tuple[Callable[..., dict[str, Any]], Callable[..., Path] | None]] = {
@@ -24,6 +24,7 @@ PARTS: dict[str, tuple[Callable[..., dict[str, Any]], Callable[..., Path] | None
     "ppl": (ppl_check.run, None),
     "noise": (noise.run, plots.noise),
     "views": (views.run, None),
+    "proxy": (proxy_latency.run, None),
 }
 
 

@@ -8,7 +8,7 @@ which is all an engine container holds.
 
 - ``engines.baseline``: the unoptimised reference, plain transformers + torch behind a
   standard-library HTTP server.
-- ``engines.vllm_launcher``: turns a frozen engine config into ``vllm serve`` arguments,
+- ``engines.vllm_launcher``: turns a frozen engine config into vLLM server arguments,
   warms the engine up before readiness (standard library only; runs in the vLLM image).
 - ``engines.adversarial``: baseline variants that cheat or break, for the verifier's tests.
 """

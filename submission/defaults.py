@@ -8,9 +8,12 @@ from __future__ import annotations
 
 #: The local engine base image that scripts/build-images.sh produces (its moving alias).
 ENGINE_BASE_IMAGE = "podium/engine-base:bookworm"
-#: The vLLM OpenAI-compatible server image the vllm engine kind starts from; freeze pins
-#: it to a digest, and the verifier rebuilds from that digest.
-VLLM_BASE_IMAGE = "vllm/vllm-openai:latest"
+#: The vLLM OpenAI-compatible server image the vllm engine kind starts from on a GPU (the
+#: reference engine's vLLM release); freeze pins it to a digest, and the verifier rebuilds
+#: from that digest.
+VLLM_BASE_IMAGE = "vllm/vllm-openai:v0.32.0"
+#: The same vLLM release built for x86 CPUs by scripts/build-images.sh, for CPU challenges.
+VLLM_CPU_BASE_IMAGE = "podium/vllm-cpu:0.32.0"
 
 CONFIG_FILE = "podium.toml"
 MANIFEST_FILE = "manifest.json"

@@ -143,7 +143,7 @@ def build_manifest(
         deps = [
             *deps,
             Dependency(
-                name="podium-baseline-engine",
+                name=f"podium-{VENDORED[cfg.kind].replace('_', '-')}",
                 version=podium.__version__,
                 spec="vendored into engine/engines",
             ),
@@ -190,20 +190,25 @@ def build_manifest(
     return Manifest.parse(doc, file=MANIFEST_FILE)
 
 
+#: The podium engine package freeze adds, per engine kind, when a submission carries none.
+VENDORED = {"baseline": "baseline", "vllm": "vllm_launcher"}
+
+
 def vendored_engine(kind: str, files: list[LocalFile]) -> list[LocalFile]:
-    """podium's baseline engine code, for a baseline submission that does not carry its own.
+    """podium's engine code (the baseline engine, or the vLLM launcher) for a submission
+    that does not carry its own.
 
     A participant who changes the engine keeps a copy under ``engine/engines/`` (``podium
     submission init`` writes one); one who only tunes knobs lets freeze add the shipped
     code, hashed in the manifest like every other file.
     """
-    if kind != "baseline" or any(f.path.startswith("engine/engines/") for f in files):
+    if kind not in VENDORED or any(f.path.startswith("engine/engines/") for f in files):
         return []
     from submission.scaffold import engines_source
 
     src = engines_source()
     out = []
-    for path in [src / "__init__.py", *sorted((src / "baseline").rglob("*.py"))]:
+    for path in [src / "__init__.py", *sorted((src / VENDORED[kind]).rglob("*.py"))]:
         st = path.stat()
         rel = path.relative_to(src).as_posix()
         out.append(LocalFile(f"engine/engines/{rel}", path, st.st_size, st.st_mtime, False))

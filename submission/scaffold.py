@@ -26,6 +26,7 @@ from submission.defaults import (
     IGNORED_DIRS,
     IGNORED_SUFFIXES,
     VLLM_BASE_IMAGE,
+    VLLM_CPU_BASE_IMAGE,
 )
 
 #: The baseline engine reads its knobs from the frozen config the bundle carries.
@@ -75,8 +76,20 @@ def _copy_package(src_root: Path, sub: str, dest_root: Path) -> list[str]:
 
 
 def _default_config(kind: str, spec: ChallengeSpec) -> dict[str, Any]:
-    if kind == "vllm":
+    if kind == "vllm" and spec.hardware.accelerator == "cpu":
+        # vLLM's CPU build: the spec's dtype (it would downcast float32 to bfloat16), eager
+        # start-up, one OpenMP thread (docs/benchmarks.md), the launcher's warm-up
         config: dict[str, Any] = {
+            "DEVICE": "cpu",
+            "DTYPE": spec.model.dtype,
+            "ENFORCE_EAGER": True,
+            "WARMUP_BRIDGE": True,
+            "WARMUP_NUM_PROMPTS": 4,
+            "WARMUP_MAX_TOKENS": 8,
+            "OMP_NUM_THREADS": 1,
+        }
+    elif kind == "vllm":
+        config = {
             "MAX_MODEL_LEN": 4096,
             "GPU_MEMORY_UTILIZATION": 0.9,
             "ENABLE_PREFIX_CACHING": False,
@@ -165,7 +178,8 @@ def init_submission(
             f"{directory} is not empty", hint="choose an empty directory or pass --force"
         )
     directory.mkdir(parents=True, exist_ok=True)
-    base = base_image or (VLLM_BASE_IMAGE if kind == "vllm" else ENGINE_BASE_IMAGE)
+    vllm_base = VLLM_CPU_BASE_IMAGE if spec.hardware.accelerator == "cpu" else VLLM_BASE_IMAGE
+    base = base_image or (vllm_base if kind == "vllm" else ENGINE_BASE_IMAGE)
     port = spec.engine.port
     config = _default_config(kind, spec)
     result = InitResult(directory=directory, kind=kind, challenge=spec.id)

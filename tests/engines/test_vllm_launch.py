@@ -84,7 +84,7 @@ def answers(port: int, path: str = "/health") -> int | None:
 def upstream(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port, log = free_port(), tmp_path / "fake.log"
     process = subprocess.Popen(
-        [sys.executable, str(FAKE_VLLM), "serve", "/model", "--host", "127.0.0.1",
+        [sys.executable, str(FAKE_VLLM), "--model", "/model", "--host", "127.0.0.1",
          "--port", str(port), "--served-model-name", "gemma"],
         env={**os.environ, "FAKE_VLLM_LOG": str(log)},
     )  # fmt: skip
@@ -195,14 +195,15 @@ def fake_vllm_path(tmp_path: Path) -> str:
 
 
 def start_launcher(
-    tmp_path: Path, config: dict[str, Any], path: str, **env: str
+    tmp_path: Path, config: dict[str, Any], path: str, *extra: str, **env: str
 ) -> tuple[subprocess.Popen[bytes], int, Path]:
     config_path = tmp_path / "engine-config.json"
     config_path.write_text(json.dumps(config))
     port, internal, log = free_port(), free_port(), tmp_path / "fake.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "engines.vllm_launcher", str(config_path), "--host", "127.0.0.1",
-         "--port", str(port), "--internal-port", str(internal)],
+         "--port", str(port), "--internal-port", str(internal), "--vllm", "vllm",
+         "--drafter-dir", str(tmp_path / "drafter-copy"), *extra],
         cwd=REPO,
         env={**os.environ, "PATH": path, "FAKE_VLLM_LOG": str(log), **env},
         stderr=subprocess.PIPE,
@@ -223,9 +224,14 @@ def test_launch_warms_up_before_readiness_then_serves(tmp_path: Path, fake_vllm_
         "ATTENTION_BACKEND": "FLASH_ATTN",
         "EXTRA_SETTING": "on",
     }
+    drafter = tmp_path / "drafter"
+    drafter.mkdir()
+    (drafter / "config.json").write_text(json.dumps({"model_type": "gemma4_assistant"}))
+    (drafter / "model.safetensors").write_bytes(b"weights")
     process, port, log = start_launcher(
-        tmp_path, config, fake_vllm_path, FAKE_VLLM_DELAY="0.3", FAKE_VLLM_GEN_DELAY="0.05"
-    )
+        tmp_path, config, fake_vllm_path, "--drafter", str(drafter),
+        FAKE_VLLM_DELAY="0.3", FAKE_VLLM_GEN_DELAY="0.05",
+    )  # fmt: skip
     try:
         statuses: list[int | None] = []
 
@@ -246,11 +252,11 @@ def test_launch_warms_up_before_readiness_then_serves(tmp_path: Path, fake_vllm_
         assert all(i > last_warmup for i in forwarded_health)
 
         start = at_ready[0]
-        assert start["argv"][:2] == ["serve", "/model"]
-        assert (
-            json.loads(option(start["argv"], "--speculative-config"))["centroid_intermediate_top_k"]
-            == 49
-        )
+        assert start["argv"][:2] == ["--model", "/model"]
+        copy = tmp_path / "drafter-copy"
+        assert json.loads(option(start["argv"], "--speculative-config"))["model"] == str(copy)
+        assert json.loads((copy / "config.json").read_text())["centroid_intermediate_top_k"] == 49
+        assert (copy / "model.safetensors").resolve() == (drafter / "model.safetensors")
         assert start["env"]["VLLM_ATTENTION_BACKEND"] == "FLASH_ATTN"
         assert start["env"]["EXTRA_SETTING"] == "on"
         assert "--EXTRA_SETTING" not in start["argv"]

@@ -15,64 +15,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from knob_samples import NEEDS, PUBLISHED, SAMPLES
 
 from engines.vllm_launcher import KNOBS, ConfigError, build_env, build_serve_args
-from engines.vllm_launcher.args import launcher_settings, to_bool
+from engines.vllm_launcher.args import (
+    SERVER_MODULE,
+    DrafterCopy,
+    drafter_copy,
+    launcher_settings,
+    to_bool,
+)
+from engines.vllm_launcher.drafter import write_drafter_copy
 from engines.vllm_launcher.warmup import synthetic_prompts
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "schemas/json/engine-config.schema.json").read_text())
 
-PUBLISHED = {
-    "SLIDING_WINDOW": 188,
-    "CENTROID_TOP_K": 49,
-    "WARMUP_BRIDGE": 1,
-    "WARMUP_NUM_PROMPTS": 64,
-    "PRECACHE_BENCH": 0,
-    "SPECULATIVE_CONFIG": {"method": "mtp", "num_speculative_tokens": 7},
-    "MAX_MODEL_LEN": 4096,
-    "GPU_MEMORY_UTILIZATION": 0.90,
-}
-
-# One non-default value per schema knob; a knob added to the schema must be added here.
-SAMPLES: dict[str, Any] = {
-    "MODEL": "google/gemma-4-E4B-it",
-    "SERVED_MODEL_NAME": "gemma",
-    "SLIDING_WINDOW": 192,
-    "CENTROID_TOP_K": 32,
-    "WARMUP_BRIDGE": True,
-    "WARMUP_NUM_PROMPTS": 3,
-    "WARMUP_MAX_TOKENS": 7,
-    "PRECACHE_BENCH": 1,
-    "SPECULATIVE_CONFIG": {"method": "mtp", "num_speculative_tokens": 3},
-    "MAX_MODEL_LEN": 4096,
-    "GPU_MEMORY_UTILIZATION": 0.85,
-    "MAX_NUM_BATCHED_TOKENS": 8192,
-    "MAX_NUM_SEQS": 4,
-    "HF_OVERRIDES": {"text_config": {"rope_theta": 10000}},
-    "DTYPE": "bfloat16",
-    "QUANTIZATION": "fp8",
-    "KV_CACHE_DTYPE": "fp8",
-    "ENFORCE_EAGER": True,
-    "ENABLE_PREFIX_CACHING": False,
-    "ENABLE_CHUNKED_PREFILL": True,
-    "MAX_LOGPROBS": 5,
-    "LOGPROBS_MODE": "raw_logprobs",
-    "LIMIT_MM_PER_PROMPT": {"audio": 1, "image": 2},
-    "LANGUAGE_MODEL_ONLY": True,
-    "COMPILATION_CONFIG": {"cudagraph_capture_sizes": [1, 2]},
-    "ATTENTION_BACKEND": "FLASH_ATTN",
-    "SEED": 7,
-    "DEVICE": "cuda",
-}
-# Knobs that only act together with another one.
-NEEDS = {"CENTROID_TOP_K": {"SPECULATIVE_CONFIG": {"method": "mtp"}}}
+COMMAND = ["python3", "-m", SERVER_MODULE]
 
 
 def serve_args(config: dict[str, Any], **kwargs: Any) -> list[str]:
     kwargs.setdefault("model_path", "/model")
     kwargs.setdefault("port", 8001)
     kwargs.setdefault("host", "127.0.0.1")
+    kwargs.setdefault("drafter_dir", "/tmp/podium-drafter")
     return build_serve_args(config, **kwargs)
 
 
@@ -106,11 +72,16 @@ def test_each_knob_lands_where_its_mapping_says(knob: str) -> None:
     expected = {
         "flag": {"argv": True, "env": False, "launcher": False},
         "merged": {"argv": True, "env": False, "launcher": False},
+        # the drafter is served from the launcher's copy, whose config carries the knob
+        "drafter": {"argv": True, "env": False, "launcher": False},
         "env": {"argv": False, "env": True, "launcher": False},
         "launcher": {"argv": False, "env": False, "launcher": True},
         "recorded": {"argv": False, "env": False, "launcher": False},
     }[kind]
     assert changed == expected
+    if kind == "drafter":
+        assert drafter_copy(base, drafter_dir="/tmp/d") is None
+        assert drafter_copy(config, drafter_dir="/tmp/d") is not None
 
 
 @pytest.mark.parametrize(
@@ -213,6 +184,17 @@ def test_sliding_window_merges_into_given_hf_overrides() -> None:
     }, "the caller's config must not be modified"
 
 
+def test_sliding_window_goes_where_the_checkpoint_keeps_it() -> None:
+    multimodal = {"model_type": "gemma4", "text_config": {"sliding_window": 512}}
+    text_only = {"model_type": "gemma4_text", "sliding_window": 64}
+    config = {"SLIDING_WINDOW": 8}
+    nested = option(serve_args(config, model_config=multimodal), "--hf-overrides")
+    top = option(serve_args(config, model_config=text_only), "--hf-overrides")
+    assert nested == '{"text_config":{"sliding_window":8}}'
+    assert top == '{"sliding_window":8}'
+    assert option(serve_args(config), "--hf-overrides") == nested, "unknown: the real shape"
+
+
 def test_sliding_window_agreeing_with_hf_overrides_is_fine_contradicting_is_refused() -> None:
     same = {"SLIDING_WINDOW": 192, "HF_OVERRIDES": {"text_config": {"sliding_window": 192}}}
     assert option(serve_args(same), "--hf-overrides") == '{"text_config":{"sliding_window":192}}'
@@ -221,31 +203,66 @@ def test_sliding_window_agreeing_with_hf_overrides_is_fine_contradicting_is_refu
             {"SLIDING_WINDOW": 128, "HF_OVERRIDES": {"text_config": {"sliding_window": 192}}}
         )
     assert info.value.key == "SLIDING_WINDOW"
+    with pytest.raises(ConfigError, match=r"HF_OVERRIDES\.sliding_window"):
+        serve_args(
+            {"SLIDING_WINDOW": 8, "HF_OVERRIDES": {"sliding_window": 16}},
+            model_config={"sliding_window": 64},
+        )
 
 
-def test_centroid_top_k_merges_into_speculative_config() -> None:
+def test_centroid_top_k_is_written_into_a_copy_of_the_drafter() -> None:
     config = {
         "CENTROID_TOP_K": 49,
         "SPECULATIVE_CONFIG": {"method": "mtp", "model": "/drafter", "num_speculative_tokens": 4},
     }
-    assert json.loads(option(serve_args(config), "--speculative-config")) == {
+    spec = json.loads(option(serve_args(config, drafter_dir="/tmp/copy"), "--speculative-config"))
+    assert spec == {"method": "mtp", "model": "/tmp/copy", "num_speculative_tokens": 4}
+    assert drafter_copy(config, drafter_dir="/tmp/copy") == DrafterCopy(
+        "/drafter", "/tmp/copy", {"centroid_intermediate_top_k": 49}
+    )
+
+
+def test_the_drafter_copy_links_the_pinned_files_and_rewrites_only_its_config(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "drafter"
+    source.mkdir()
+    (source / "config.json").write_text(json.dumps({"model_type": "gemma4_assistant", "x": 1}))
+    (source / "model.safetensors").write_bytes(b"weights")
+    copy = DrafterCopy(str(source), str(tmp_path / "copy"), {"centroid_intermediate_top_k": 49})
+    changed = write_drafter_copy(copy)
+    dest = tmp_path / "copy"
+    assert changed == {"centroid_intermediate_top_k": [None, 49]}
+    assert (dest / "model.safetensors").is_symlink()
+    assert (dest / "model.safetensors").resolve() == (source / "model.safetensors").resolve()
+    assert json.loads((dest / "config.json").read_text()) == {
         "centroid_intermediate_top_k": 49,
-        "method": "mtp",
-        "model": "/drafter",
-        "num_speculative_tokens": 4,
+        "model_type": "gemma4_assistant",
+        "x": 1,
     }
+    assert json.loads((source / "config.json").read_text())["x"] == 1, "the source is untouched"
 
 
-def test_centroid_top_k_needs_a_drafter_and_must_not_contradict_it() -> None:
+def test_centroid_top_k_needs_a_drafter_folder_and_is_no_speculative_config_field() -> None:
     with pytest.raises(ConfigError, match="SPECULATIVE_CONFIG"):
         serve_args({"CENTROID_TOP_K": 49})
-    with pytest.raises(ConfigError, match="contradicts"):
+    with pytest.raises(ConfigError, match="mounted MTP drafter") as info:
+        serve_args({"CENTROID_TOP_K": 49, "SPECULATIVE_CONFIG": {"method": "mtp"}})
+    assert info.value.key == "CENTROID_TOP_K"
+    with pytest.raises(ConfigError, match="not a vLLM speculative-config field"):
         serve_args(
-            {
-                "CENTROID_TOP_K": 49,
-                "SPECULATIVE_CONFIG": {"method": "mtp", "centroid_intermediate_top_k": 32},
-            }
+            {"SPECULATIVE_CONFIG": {"method": "mtp", "centroid_intermediate_top_k": 32}},
         )
+
+
+def test_the_mounted_drafter_serves_an_mtp_config_that_names_none() -> None:
+    config = {"SPECULATIVE_CONFIG": {"method": "mtp", "num_speculative_tokens": 7}}
+    spec = json.loads(option(serve_args(config, drafter="/drafter"), "--speculative-config"))
+    assert spec["model"] == "/drafter"
+    ngram = {"SPECULATIVE_CONFIG": {"method": "ngram", "num_speculative_tokens": 3}}
+    assert "model" not in json.loads(
+        option(serve_args(ngram, drafter="/drafter"), "--speculative-config")
+    )
 
 
 def test_drafter_repository_is_rewritten_to_its_mounted_path() -> None:
@@ -267,20 +284,21 @@ def test_served_model_name_precedence() -> None:
 
 def test_model_knob_is_recorded_never_served() -> None:
     argv = serve_args({"MODEL": "someone/else"}, model_path="/model")
-    assert argv[:3] == ["vllm", "serve", "/model"]
-    assert "--model" not in argv
+    assert argv[: len(COMMAND) + 2] == [*COMMAND, "--model", "/model"]
+    assert argv.count("--model") == 1
     assert argv.count("someone/else") == 1
     assert option(argv, "--served-model-name") == "someone/else"
 
 
-@pytest.mark.parametrize("device", ["auto", "cuda"])
-def test_device_auto_and_cuda_add_nothing(device: str) -> None:
-    assert serve_args({"DEVICE": device}) == serve_args({})
+@pytest.mark.parametrize(("device", "wanted"), [("cuda", "auto"), ("cuda", "cuda"), ("cpu", "cpu")])
+def test_device_naming_the_images_build_adds_nothing(device: str, wanted: str) -> None:
+    assert serve_args({"DEVICE": wanted}, device=device) == serve_args({}, device=device)
 
 
-def test_device_cpu_is_refused_by_the_cuda_image() -> None:
-    with pytest.raises(ConfigError, match="CUDA build") as info:
-        serve_args({"DEVICE": "cpu"})
+@pytest.mark.parametrize(("device", "wanted"), [("cuda", "cpu"), ("cpu", "cuda")])
+def test_device_of_another_build_is_refused(device: str, wanted: str) -> None:
+    with pytest.raises(ConfigError, match=f"vLLM's {device} build") as info:
+        serve_args({"DEVICE": wanted}, device=device)
     assert info.value.key == "DEVICE"
 
 
@@ -289,6 +307,7 @@ def test_device_cpu_is_refused_by_the_cuda_image() -> None:
 
 def test_flags_come_out_in_a_fixed_order_whatever_the_key_order() -> None:
     config = {k: v for k, v in SAMPLES.items() if k != "DEVICE"}
+    config["SPECULATIVE_CONFIG"] = {**config["SPECULATIVE_CONFIG"], "model": "/drafter"}
     expected = serve_args(config)
     keys = list(config)
     for seed in range(5):
@@ -296,7 +315,7 @@ def test_flags_come_out_in_a_fixed_order_whatever_the_key_order() -> None:
         assert serve_args({k: config[k] for k in keys}) == expected
     flags = [a for a in expected if a.startswith("--")]
     assert flags == [
-        "--served-model-name", "--host", "--port", "--dtype", "--quantization",
+        "--model", "--served-model-name", "--host", "--port", "--dtype", "--quantization",
         "--kv-cache-dtype", "--max-model-len", "--gpu-memory-utilization",
         "--max-num-batched-tokens", "--max-num-seqs", "--no-enable-prefix-caching",
         "--enable-chunked-prefill", "--enforce-eager", "--max-logprobs", "--logprobs-mode",
@@ -345,18 +364,27 @@ def test_launcher_settings_defaults_and_values() -> None:
 
 def test_published_winning_config_gives_the_exact_command() -> None:
     argv = build_serve_args(
-        PUBLISHED, model_path="/model", served_model_name="gemma", port=8001, host="127.0.0.1"
+        PUBLISHED,
+        model_path="/model",
+        served_model_name="gemma",
+        port=8001,
+        host="127.0.0.1",
+        drafter="/drafter",
+        drafter_dir="/tmp/podium-drafter",
     )
     assert argv == [
-        "vllm", "serve", "/model",
+        *COMMAND, "--model", "/model",
         "--served-model-name", "gemma",
         "--host", "127.0.0.1", "--port", "8001",
         "--max-model-len", "4096",
         "--gpu-memory-utilization", "0.9",
         "--hf-overrides", '{"text_config":{"sliding_window":188}}',
         "--speculative-config",
-        '{"centroid_intermediate_top_k":49,"method":"mtp","num_speculative_tokens":7}',
+        '{"method":"mtp","model":"/tmp/podium-drafter","num_speculative_tokens":7}',
     ]  # fmt: skip
+    assert drafter_copy(PUBLISHED, drafter="/drafter", drafter_dir="/tmp/podium-drafter") == (
+        DrafterCopy("/drafter", "/tmp/podium-drafter", {"centroid_intermediate_top_k": 49})
+    )
     assert build_env(PUBLISHED) == {}
 
 
@@ -384,16 +412,35 @@ def run_launcher(*args: str, env: dict[str, str] | None = None) -> subprocess.Co
 def test_dry_run_prints_the_exact_command(tmp_path: Path) -> None:
     path = tmp_path / "engine-config.json"
     path.write_text(json.dumps({**PUBLISHED, "ATTENTION_BACKEND": "FLASH_ATTN", "X_NOTE": "a b"}))
-    done = run_launcher(str(path), "--dry-run", "--served-model-name", "gemma")
+    done = run_launcher(
+        str(path), "--dry-run", "--served-model-name", "gemma", "--drafter", "/drafter",
+        "--vllm", f"python3 -m {SERVER_MODULE}",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        "VLLM_ATTENTION_BACKEND=FLASH_ATTN X_NOTE='a b' vllm serve /model "
-        "--served-model-name gemma --host 127.0.0.1 --port 8001 --max-model-len 4096 "
-        "--gpu-memory-utilization 0.9 "
+        f"VLLM_ATTENTION_BACKEND=FLASH_ATTN X_NOTE='a b' python3 -m {SERVER_MODULE} "
+        "--model /model --served-model-name gemma --host 127.0.0.1 --port 8001 "
+        "--max-model-len 4096 --gpu-memory-utilization 0.9 "
         '--hf-overrides \'{"text_config":{"sliding_window":188}}\' '
         "--speculative-config "
-        '\'{"centroid_intermediate_top_k":49,"method":"mtp","num_speculative_tokens":7}\''
+        '\'{"method":"mtp","model":"/tmp/podium-drafter","num_speculative_tokens":7}\''
     )
+
+
+def test_dry_run_starts_this_interpreters_vllm_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "engine-config.json"
+    path.write_text("{}")
+    done = run_launcher(str(path), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{sys.executable} -m {SERVER_MODULE} --model /model ")
+
+
+def test_the_image_build_decides_which_device_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "engine-config.json"
+    path.write_text(json.dumps({"DEVICE": "cpu"}))
+    assert run_launcher(str(path), "--dry-run", env={"PODIUM_VLLM_DEVICE": "cpu"}).returncode == 0
+    refused = run_launcher(str(path), "--dry-run", env={"PODIUM_VLLM_DEVICE": "cuda"})
+    assert refused.returncode == 2 and "DEVICE" in refused.stderr
 
 
 def test_unusable_config_exits_2_naming_the_knob(tmp_path: Path) -> None:

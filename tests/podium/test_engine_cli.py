@@ -65,7 +65,9 @@ def test_vllm_args_of_the_winning_config() -> None:
         text=True,
         check=True,
     )
-    argv = json.loads(out.stdout)["argv"]
-    assert argv[:3] == ["vllm", "serve", "/model"]
+    doc = json.loads(out.stdout)
+    argv = doc["argv"]
+    assert argv[:5] == ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "/model"]
     assert argv[argv.index("--hf-overrides") + 1] == '{"text_config":{"sliding_window":188}}'
     assert "--speculative-config" in argv and "--max-model-len" in argv
+    assert doc["drafter_copy"]["config"] == {"centroid_intermediate_top_k": 49}

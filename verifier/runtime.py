@@ -1,0 +1,492 @@
+"""``engine.runtime-mismatch``: what the vLLM server really ran with, against what was frozen.
+
+The manifest freezes an engine config, but what turns it into vLLM arguments (the
+launcher) travels in the bundle, so it is the participant's code. This module reads back
+what vLLM itself says while it runs, and compares it with the frozen config:
+
+- ``/version``: the vLLM version that answers, against the one the base image names;
+- ``/v1/models``: the served model's ``max_model_len``;
+- the ``non-default args: {...}`` line vLLM logs at start-up (every argument that differs
+  from vLLM's own default, as vLLM parsed it);
+- ``/metrics``: vLLM's own generated-token counter, which must have counted at least the
+  tokens the harness received in the timed trials (an answer vLLM never generated came
+  from somewhere else), and the speculative-decoding counters (the acceptance rate).
+
+A frozen knob that did not take effect, or a setting no frozen knob explains, is an
+``engine.runtime-mismatch`` error; a setting the challenge forbids is also reported under
+that rule's own id. Missing evidence (a server that logs nothing, no ``/metrics``) is no
+finding but is listed in the record (``unobserved``): what an engine says about itself is a
+cheap first filter, never the proof, and the timed work is judged by the other checks.
+
+``observe`` does the I/O; everything else is pure: parse, then ``compare``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.challenge import ChallengeSpec
+from schemas.check_ids import ENGINE_RUNTIME_MISMATCH
+from schemas.engine_config import rule_fires
+from schemas.findings import Finding
+
+CHECK_ID = ENGINE_RUNTIME_MISMATCH
+
+#: Each knob that becomes one vLLM argument: the argument's name in vLLM's parser (the
+#: ``dest`` of its option, as the non-default args line spells it). This is the verifier's
+#: own reading of the knobs, kept apart from the launcher in the bundle on purpose.
+KNOB_ARGS: dict[str, str] = {
+    "SERVED_MODEL_NAME": "served_model_name",
+    "MAX_MODEL_LEN": "max_model_len",
+    "GPU_MEMORY_UTILIZATION": "gpu_memory_utilization",
+    "MAX_NUM_BATCHED_TOKENS": "max_num_batched_tokens",
+    "MAX_NUM_SEQS": "max_num_seqs",
+    "DTYPE": "dtype",
+    "QUANTIZATION": "quantization",
+    "KV_CACHE_DTYPE": "kv_cache_dtype",
+    "ENFORCE_EAGER": "enforce_eager",
+    "ENABLE_PREFIX_CACHING": "enable_prefix_caching",
+    "ENABLE_CHUNKED_PREFILL": "enable_chunked_prefill",
+    "MAX_LOGPROBS": "max_logprobs",
+    "LOGPROBS_MODE": "logprobs_mode",
+    "LIMIT_MM_PER_PROMPT": "limit_mm_per_prompt",
+    "LANGUAGE_MODEL_ONLY": "language_model_only",
+    "COMPILATION_CONFIG": "compilation_config",
+    "SEED": "seed",
+    "HF_OVERRIDES": "hf_overrides",
+    "SPECULATIVE_CONFIG": "speculative_config",
+}
+#: Knobs folded into another knob's argument.
+MERGED: dict[str, str] = {"SLIDING_WINDOW": "hf_overrides"}
+#: vLLM 0.32's defaults for these arguments (``vars(make_arg_parser(...).parse_args([]))``;
+#: a test in the vLLM image keeps this table honest). A frozen value equal to its default
+#: does not show in the non-default args, which is then no mismatch.
+VLLM_DEFAULTS: dict[str, Any] = {
+    "max_model_len": None,
+    "gpu_memory_utilization": 0.92,
+    "max_num_batched_tokens": None,
+    "max_num_seqs": None,
+    "dtype": "auto",
+    "quantization": None,
+    "kv_cache_dtype": "auto",
+    "enforce_eager": False,
+    "enable_prefix_caching": None,
+    "enable_chunked_prefill": None,
+    "max_logprobs": 20,
+    "logprobs_mode": "raw_logprobs",
+    "limit_mm_per_prompt": {},
+    "language_model_only": False,
+    "seed": 0,
+    "hf_overrides": {},
+    "speculative_config": None,
+}
+#: Arguments the launcher sets for the verifier's sandbox, never from a knob.
+LAUNCHER_ARGS = frozenset({"model", "host", "port", "served_model_name", "model_tag"})
+#: Arguments that are on/off switches (knobs given as true/false/0/1).
+FLAG_ARGS = frozenset(
+    {"enforce_eager", "enable_prefix_caching", "enable_chunked_prefill", "language_model_only"}
+)
+#: Values the non-default args line shows as an object's repr, not comparable as data.
+OPAQUE_ARGS = frozenset({"compilation_config"})
+
+NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
+COUNTERS = {
+    "generation_tokens": "vllm:generation_tokens_total",
+    "prompt_tokens": "vllm:prompt_tokens_total",
+    "spec_decode_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+    "spec_decode_accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
+    "prefix_cache_queries": "vllm:prefix_cache_queries_total",
+    "prefix_cache_hits": "vllm:prefix_cache_hits_total",
+}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the running server said about itself; ``None`` where it said nothing."""
+
+    version: str | None = None
+    models: list[dict[str, Any]] | None = None
+    non_default_args: list[dict[str, Any]] = field(default_factory=list)
+    counters: dict[str, float] | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+# --- parsing (pure) -----------------------------------------------------------------------
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:  # an object's repr (a config class, an enum): kept as its text
+        return ast.unparse(node)
+
+
+def _quote_reprs(text: str) -> str:
+    """``<Enum.NAME: 0>``-style reprs outside string literals, turned into string literals."""
+    out: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote is not None:
+            out.append(ch)
+            if ch == "\\" and i + 1 < len(text):
+                out.append(text[i + 1])
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+            out.append(ch)
+        elif ch == "<" and (end := text.find(">", i)) != -1:
+            out.append(repr(text[i : end + 1]))
+            i = end
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def parse_args_dict(text: str) -> dict[str, Any] | None:
+    """A logged Python dict, its values literals where they are and repr text otherwise."""
+    try:
+        tree = ast.parse(_quote_reprs(text), mode="eval")
+    except SyntaxError:
+        return None
+    if not isinstance(tree.body, ast.Dict):
+        return None
+    out: dict[str, Any] = {}
+    for key, value in zip(tree.body.keys, tree.body.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        out[key.value] = _literal(value)
+    return out
+
+
+def parse_non_default_args(log: str) -> list[dict[str, Any]]:
+    """Every ``non-default args: {...}`` line of a server log, parsed; unreadable ones skipped."""
+    found = []
+    for line in log.splitlines():
+        match = NON_DEFAULT.search(line)
+        if match:
+            parsed = parse_args_dict(match.group(1))
+            if parsed is not None:
+                found.append(parsed)
+    return found
+
+
+def parse_counters(text: str) -> dict[str, float]:
+    """The counters of ``COUNTERS`` from Prometheus text, summed over their label sets."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    wanted = {sample: name for name, sample in COUNTERS.items()}
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in wanted:
+                key = wanted[sample.name]
+                out[key] = out.get(key, 0.0) + float(sample.value)
+    return out
+
+
+# --- what the frozen config should look like at run time (pure) ----------------------------
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true")
+    return bool(value)
+
+
+def _sliding_window(overrides: Mapping[str, Any]) -> Any:
+    text = overrides.get("text_config")
+    if isinstance(text, Mapping) and "sliding_window" in text:
+        return text["sliding_window"]
+    return overrides.get("sliding_window")
+
+
+def _without_sliding_window(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in overrides.items() if k != "sliding_window"}
+    text = out.get("text_config")
+    if isinstance(text, Mapping):
+        rest = {k: v for k, v in text.items() if k != "sliding_window"}
+        if rest:
+            out["text_config"] = rest
+        else:
+            out.pop("text_config")
+    return out
+
+
+def expected_args(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The vLLM arguments the frozen ``config`` must have produced, by argument name."""
+    out: dict[str, Any] = {}
+    for knob, arg in KNOB_ARGS.items():
+        if knob not in config:
+            continue
+        value = config[knob]
+        if arg in FLAG_ARGS:
+            value = _flag(value)
+        elif arg == "served_model_name":
+            value = [value]
+        out[arg] = value
+    if "SLIDING_WINDOW" in config:  # merged into hf_overrides (where depends on the checkpoint)
+        out["hf_overrides"] = {
+            **(config.get("HF_OVERRIDES") or {}),
+            "sliding_window": config["SLIDING_WINDOW"],
+        }
+    return out
+
+
+def _arg_matches(arg: str, frozen: Mapping[str, Any], expected: Any, seen: Any) -> bool:
+    if arg in OPAQUE_ARGS:
+        return True
+    if arg == "hf_overrides":
+        want_window = frozen.get("SLIDING_WINDOW")
+        seen_map = seen if isinstance(seen, Mapping) else {}
+        if want_window is not None and _sliding_window(seen_map) != want_window:
+            return False
+        rest = _without_sliding_window(seen_map) if want_window is not None else dict(seen_map)
+        return rest == _without_sliding_window(frozen.get("HF_OVERRIDES") or {})
+    if arg == "speculative_config":
+        if not isinstance(seen, Mapping) or not isinstance(expected, Mapping):
+            return False
+        # the drafter is served from wherever it was mounted (or copied): "model" may differ
+        return {k: v for k, v in seen.items() if k != "model"} == {
+            k: v for k, v in expected.items() if k not in ("model", "centroid_intermediate_top_k")
+        }
+    if isinstance(expected, float) or isinstance(seen, float):
+        return isinstance(seen, int | float) and abs(float(seen) - float(expected)) < 1e-9
+    return bool(seen == expected)
+
+
+def _observed_knobs(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The knobs that the observed arguments amount to (for the challenge's forbidden rules)."""
+    by_arg = {arg: knob for knob, arg in KNOB_ARGS.items()}
+    out = {by_arg[arg]: value for arg, value in args.items() if arg in by_arg}
+    if isinstance(args.get("hf_overrides"), Mapping):
+        window = _sliding_window(args["hf_overrides"])
+        if window is not None:
+            out["SLIDING_WINDOW"] = window
+    return out
+
+
+# --- the comparison (pure) ----------------------------------------------------------------
+
+
+def _mismatch(message: str, hint: str | None = None) -> Finding:
+    return Finding(CHECK_ID, "error", message, hint=hint, where="runtime")
+
+
+def compare_args(
+    frozen: Mapping[str, Any], seen: Mapping[str, Any], spec: ChallengeSpec | None = None
+) -> list[Finding]:
+    """Findings for one parsed non-default args line against the frozen config."""
+    findings: list[Finding] = []
+    expected = expected_args(frozen)
+    for arg, want in expected.items():
+        if arg in seen:
+            if not _arg_matches(arg, frozen, want, seen[arg]):
+                knob = next(k for k, a in KNOB_ARGS.items() if a == arg)
+                findings.append(
+                    _mismatch(
+                        f"{knob} was frozen as {json.dumps(frozen.get(knob))} but vLLM ran with "
+                        f"{arg}={seen[arg]!r}",
+                        hint="the launcher must pass the frozen config unchanged",
+                    )
+                )
+        elif arg not in LAUNCHER_ARGS and want != VLLM_DEFAULTS.get(arg, object()):
+            knob = next(k for k, a in KNOB_ARGS.items() if a == arg)
+            findings.append(
+                _mismatch(
+                    f"{knob}={json.dumps(frozen.get(knob))} was frozen but did not take effect: "
+                    f"vLLM ran with its default {arg}",
+                    hint="the launcher must pass every frozen knob to vLLM",
+                )
+            )
+    explained = set(expected) | {MERGED[k] for k in MERGED if k in frozen} | LAUNCHER_ARGS
+    for arg in sorted(set(seen) - explained):
+        findings.append(
+            _mismatch(
+                f"vLLM ran with {arg}={seen[arg]!r}, which no frozen knob sets",
+                hint="every engine setting must be in the frozen engine config",
+            )
+        )
+    if spec is not None:
+        observed = _observed_knobs(seen)
+        for rule in spec.engine.forbidden:
+            if rule_fires(rule, observed) and not rule_fires(rule, dict(frozen)):
+                findings.append(
+                    Finding(
+                        rule.id,
+                        "error",
+                        f"{rule.message} (seen at run time in vLLM's arguments)",
+                        hint=rule.hint,
+                        where="runtime",
+                    )
+                )
+    return findings
+
+
+def compare(
+    obs: Observation,
+    frozen: Mapping[str, Any],
+    spec: ChallengeSpec | None = None,
+    *,
+    harness_generated_tokens: int | None = None,
+    expected_version: str | None = None,
+) -> list[Finding]:
+    """Every finding of the runtime comparison; none for an honest server."""
+    findings: list[Finding] = []
+    distinct = {json.dumps(a, sort_keys=True, default=str) for a in obs.non_default_args}
+    if len(distinct) > 1:
+        findings.append(
+            _mismatch(
+                f"the log holds {len(distinct)} different 'non-default args' lines: "
+                "one server, one set of arguments"
+            )
+        )
+    for seen in obs.non_default_args:
+        findings += compare_args(frozen, seen, spec)
+    if obs.models:
+        length = obs.models[0].get("max_model_len")
+        if "MAX_MODEL_LEN" in frozen and length is not None and length != frozen["MAX_MODEL_LEN"]:
+            findings.append(
+                _mismatch(
+                    f"MAX_MODEL_LEN was frozen as {frozen['MAX_MODEL_LEN']} but /v1/models "
+                    f"reports max_model_len {length}"
+                )
+            )
+    if expected_version and obs.version and obs.version != expected_version:
+        findings.append(
+            _mismatch(
+                f"/version answers vLLM {obs.version}, but the base image holds {expected_version}"
+            )
+        )
+    generated = (obs.counters or {}).get("generation_tokens")
+    expected = harness_generated_tokens
+    if generated is not None and expected is not None and generated < expected:
+        findings.append(
+            _mismatch(
+                f"the harness received {expected} generated tokens in the timed trials, but "
+                f"vLLM counted only {generated:.0f} generated tokens in its whole run: "
+                "answers came from somewhere other than vLLM",
+                hint="every answer must be generated by the vLLM server being measured",
+            )
+        )
+    return findings
+
+
+def unobserved_evidence(obs: Observation) -> dict[str, str]:
+    """What could not be compared, and why: recorded in the report, never a finding."""
+    out = dict(obs.errors)
+    if not obs.non_default_args:
+        out["non-default args"] = (
+            "vLLM's start-up log has no readable 'non-default args' line (its INFO logging "
+            "off?): the arguments it ran with were not compared with the frozen config"
+        )
+    if "generation_tokens" not in (obs.counters or {}):
+        out["vllm:generation_tokens_total"] = (
+            "absent from /metrics: vLLM's own token count was not compared with the harness's"
+        )
+    return out
+
+
+def acceptance_rate(counters: Mapping[str, float] | None) -> float | None:
+    """Accepted / drafted speculative tokens, or None without speculative decoding."""
+    if not counters:
+        return None
+    drafted = counters.get("spec_decode_draft_tokens", 0.0)
+    if drafted <= 0:
+        return None
+    return counters.get("spec_decode_accepted_tokens", 0.0) / drafted
+
+
+def record(
+    obs: Observation, *, harness_generated_tokens: int | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The report's ``runtime`` member: what was observed, and the numbers compared."""
+    out: dict[str, Any] = {
+        "engine": "vllm",
+        "version": obs.version,
+        "served_model": obs.models[0] if obs.models else None,
+        "non_default_args": obs.non_default_args[0] if obs.non_default_args else None,
+        "counters": obs.counters,
+        "harness_generated_tokens": harness_generated_tokens,
+        "speculative_acceptance_rate": acceptance_rate(obs.counters),
+    }
+    unobserved = unobserved_evidence(obs)
+    if unobserved:
+        out["unobserved"] = unobserved
+    out.update(extra)
+    return json.loads(json.dumps(out, default=str))
+
+
+def base_image_record(pin: str, ref: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    """Which base the engine ran on and where its pin came from, for the report."""
+    kept = {
+        k: v
+        for k, v in sorted(labels.items())
+        if k.startswith(("org.podium.", "org.opencontainers."))
+    }
+    if "@sha256:" in pin:
+        repo = ref.split("@", 1)[0]
+        source = f"registry digest of {repo} (RepoDigests of the image the organizer holds)"
+    elif "org.podium.inputs-sha256" in labels:
+        source = (
+            "local image id of a base built on the verifier's machine by scripts/build-images.sh "
+            f"(inputs sha256 {labels['org.podium.inputs-sha256'][:12]})"
+        )
+    else:
+        source = "local image id"
+    return {"ref": ref, "pin": pin, "pin_source": source, "labels": kept}
+
+
+# --- the I/O --------------------------------------------------------------------------------
+
+
+def image_labels(image_id: str | None) -> dict[str, str]:
+    """The labels of the rebuilt engine image (it inherits its base's); {} when unreadable."""
+    if not image_id:
+        return {}
+    try:
+        from podium import dockerx
+
+        return dict(dockerx.image_info(dockerx.connect(), image_id).get("labels") or {})
+    except Exception:  # no Docker engine here (a remote runner): the labels are not evidence
+        return {}
+
+
+def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
+    """Ask the running server for ``/version``, ``/v1/models`` and ``/metrics``; read the log."""
+    import httpx
+
+    errors: dict[str, str] = {}
+    version = models = counters = None
+    with httpx.Client(base_url=base_url, timeout=timeout_s, trust_env=False) as client:
+        for path in ("/version", "/v1/models", "/metrics"):
+            try:
+                response = client.get(path)
+                response.raise_for_status()
+                if path == "/version":
+                    version = str(response.json().get("version"))
+                elif path == "/v1/models":
+                    models = [
+                        {"id": m.get("id"), "max_model_len": m.get("max_model_len")}
+                        for m in response.json().get("data", [])
+                    ]
+                else:
+                    counters = parse_counters(response.text)
+            except (httpx.HTTPError, ValueError, AttributeError) as exc:
+                errors[path] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return Observation(
+        version=version,
+        models=models,
+        non_default_args=parse_non_default_args(log),
+        counters=counters,
+        errors=errors,
+    )
