@@ -186,13 +186,27 @@ def _evaluate(run: _Run, handle: EngineHandle, renderer: TokenizerRenderer, mode
     if result.evidence is not None:
         rec.seeds["plan"] = result.evidence.plan["seed"]
     rec.metrics.update(result.metrics(req.spec, req.reported_tps))
-    baseline = req.spec.tps.baseline_tps
+    baseline = _baseline_tps(req.spec, rec)
     tps = rec.metrics.get("tps") or {}
     rec.metrics["baseline_tps"] = baseline
     rec.metrics["speedup"] = tps["median"] / baseline if baseline and tps.get("median") else None
     if result.failure is not None:
         run.fail(result.failure.stage, result.failure.message, handle.logs(LOG_TAIL))
     return result
+
+
+def _baseline_tps(spec: ChallengeSpec, rec: RunRecord) -> float | None:
+    """The baseline for the hardware the run had: a speed-up is only against its own.
+
+    On a GPU, the ``tps.baselines`` entry for that exact GPU name; on the spec's hardware
+    without such an entry, ``tps.baseline_tps``; elsewhere none (no speed-up is claimed).
+    """
+    gpus = rec.fingerprint.gpus if rec.fingerprint is not None else []
+    if gpus:
+        for entry in spec.tps.baselines or []:
+            if entry.hardware == gpus[0].get("name"):
+                return float(entry.tps)
+    return spec.tps.baseline_tps if rec.official_hardware else None
 
 
 def _isolation(run: _Run, runner: Runner, handle: EngineHandle) -> None:

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +68,10 @@ def _manifest(**engine: object) -> Manifest:
 def test_engine_kind_and_challenge_version_rules() -> None:
     spec = load_challenge("tiny")
     assert rule_findings(_manifest(), spec) == []
-    ids = [f.check_id for f in rule_findings(_manifest(kind="vllm"), spec)]
+    baseline_only = dataclasses.replace(
+        spec, engine=dataclasses.replace(spec.engine, kinds=["baseline"])
+    )
+    ids = [f.check_id for f in rule_findings(_manifest(kind="vllm"), baseline_only)]
     assert ids == ["engine.kind-not-allowed"]
     older = dataclasses.replace(spec, version="2025.9")
     version = rule_findings(_manifest(), older)
@@ -102,3 +106,20 @@ def test_a_data_set_must_match_its_pinned_digest(tmp_path: Path) -> None:
         fh.write('{"id": "extra", "context_token_ids": [2], "target_token_ids": [5]}\n')
     with pytest.raises(SchemaError, match="pins"):
         load_set(str(copy), "ppl", sha256=pinned.sha256)
+
+
+def test_the_speed_up_is_against_the_baseline_of_the_hardware_the_run_had() -> None:
+    from verifier.pipeline import _baseline_tps
+    from verifier.report import RunRecord
+
+    fast, tiny = load_challenge("fast-gemma"), load_challenge("tiny")
+
+    def run(spec: Any, *gpus: str) -> float | None:
+        rec = RunRecord(spec=spec, mode="official", runner="local-docker", started="x")
+        rec.fingerprint = fingerprint(*gpus)
+        rec.official_hardware, _ = hardware_findings(spec.hardware, rec.fingerprint)
+        return _baseline_tps(spec, rec)
+
+    assert run(fast, "NVIDIA A10G") == 44.0
+    assert run(fast, "NVIDIA H200") is None  # no baseline measured there: no speed-up claimed
+    assert run(tiny) == tiny.tps.baseline_tps
