@@ -252,19 +252,36 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
     )
 
 
+def _model_ppl(spec: ChallengeSpec, sets: EvaluationSets | None) -> float | None:
+    """The pinned model's own PPL on the PPL set in use: the spec's ``reference_ppl`` when
+    that set is the spec's pinned held-out set (same digest), else unknown."""
+    pinned = spec.datasets.ppl_heldout
+    if sets is None or pinned is None or pinned.sha256 is None:
+        return None
+    if sets.ppl.sha256 != pinned.sha256 or spec.quality.reference_ppl is None:
+        return None
+    return float(spec.quality.reference_ppl)
+
+
 def _reference(
     run: _Run, result: HarnessResult, renderer: TokenizerRenderer, model_dir: Path, gpu: bool
 ) -> None:
     """The reference phase: the participant's engine has stopped; our own model judges."""
     spec, rec = run.req.spec, run.record
     seed = secrets.randbits(64)  # drawn only now that every timed request has been answered
+    model_ppl = _model_ppl(spec, run.sets)
     rec.seeds["sample"] = f"{seed:016x}"
     factory = run.req.reference
     if factory is None:  # checks that need the reference say so (skip); same-path uses values
         outcomes = run.timed(
             "reference",
             lambda: judge_with_reference(
-                None, spec, result, vocab_size=renderer.vocab_size, sample_seed=seed
+                None,
+                spec,
+                result,
+                vocab_size=renderer.vocab_size,
+                sample_seed=seed,
+                model_ppl=model_ppl,
             ),
         )
     else:
@@ -281,6 +298,7 @@ def _reference(
                     result,
                     vocab_size=renderer.vocab_size,
                     sample_seed=seed,
+                    model_ppl=model_ppl,
                     ready_timeout_s=spec.limits.startup_s,
                     is_alive=started.is_alive,
                 ),

@@ -101,6 +101,8 @@ class Misbehave:
     garbage_tail: bool = False  # the second half of every answer is off the argmax path
     out_of_vocab: bool = False  # the last generated id is outside the vocabulary
     slow_every: int | None = None  # generation runs at rate/4 in every other block of N
+    cheap_fresh: bool = False  # once prompts repeat, a new one is answered at once, made up
+    slow_after_fresh_s: float = 0.0  # once prompts repeat, the request after a new one waits
     hang: bool = False  # never answers completions
     crash_after: int | None = None  # drop the connection from request N+1 on
 
@@ -216,6 +218,8 @@ class FakeEngine:
         self.log: list[str] = []
         self._first: tuple[list[int], list[int]] | None = None
         self._answers: set[tuple[int, ...]] = set()
+        self._slow_next = False
+        self._repeating = False
         self._busy = 0
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -260,6 +264,11 @@ class FakeEngine:
             self.requests += 1
             return self.bad.crash_after is None or self.requests <= self.bad.crash_after
 
+    def _was_seen(self, body: Any) -> bool:
+        key = json.dumps(body, sort_keys=True)
+        with self._lock:
+            return key in self._seen
+
     def _cached(self, body: Any) -> bool:
         key = json.dumps(body, sort_keys=True)
         with self._lock:
@@ -297,6 +306,8 @@ class FakeEngine:
     ) -> tuple[list[int], str]:
         n = int(body.get("max_tokens") or 16)
         shift = 1 if self.bad.degraded_decode or (self.bad.degraded_chat_only and chat) else 0
+        if body.get("_made_up"):
+            shift = 2
         ignore_eos = bool(body.get("ignore_eos"))
         if float(body.get("temperature", 1.0)) <= 0:
             gen = greedy(prompt, n, shift=shift, stop_at_eos=not ignore_eos)
@@ -364,8 +375,20 @@ class FakeEngine:
         return out
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        generation = body.get("prompt_logprobs") is None
+        fresh = generation and not self._was_seen(body)
+        if generation and not fresh:
+            self._repeating = True
         if self._cached(body):
             body["_cached"] = True
+        if self._slow_next and generation:
+            self._slow_next = False
+            time.sleep(self.bad.slow_after_fresh_s)
+        if fresh and self._repeating:
+            if self.bad.cheap_fresh:
+                body["_cached"] = True  # answered at once
+                body["_made_up"] = True
+            self._slow_next = self.bad.slow_after_fresh_s > 0
         chat = path.endswith("/chat/completions")
         prompt = self._prompt_ids(path, body)
         with self._lock:

@@ -62,7 +62,8 @@ def test_lengths_pass_an_honest_engine(honest: tuple[Any, dict[str, Any]]) -> No
     result, _ = honest
     lengths = check(result, "integrity.lengths")
     assert lengths.status == "pass"
-    assert lengths.details["lengths"] == {"16": len(result.tps.records)}
+    answers = len(result.tps.records) + len(result.evidence.controls)  # controls are judged too
+    assert lengths.details["lengths"] == {"16": answers}
     assert "tps.usage-mismatch" not in finding_ids(result)
 
 
@@ -99,8 +100,8 @@ def test_caching_passes_an_engine_that_generates_every_answer(
     result, _ = honest
     caching = check(result, "integrity.caching")
     assert caching.status == "pass", caching.summary
-    assert 0.6 < caching.details["speedup"] < 1.5
-    assert caching.details["controls"] == 2 and len(caching.details["pairs"]) == 2
+    assert 0.7 < caching.details["speedup"] < 1.3
+    assert caching.details["controls"] == 2 and caching.details["repeats"] == 4
 
 
 @pytest.mark.fires("integrity.caching")
@@ -110,6 +111,32 @@ def test_caching_catches_answers_replayed_for_repeated_prompts() -> None:
     caching = check(result, "integrity.caching")
     assert caching.status == "fail" and "integrity.caching" in finding_ids(result)
     assert caching.details["speedup"] > 1.5
+
+
+def test_replaying_while_slowing_the_requests_beside_each_control_still_fails() -> None:
+    """The engine spots the controls (new prompts once prompts repeat) and slows the request
+    after each; every repeat counts, so the replays still show."""
+    result = run(Misbehave(cache_replies=True, slow_after_fresh_s=0.05), rate=400)
+    caching = check(result, "integrity.caching")
+    assert caching.status == "fail" and caching.details["speedup"] > 1.3
+
+
+def test_replays_in_later_passes_of_a_trial_count_as_repeats() -> None:
+    """A trial shorter than min_trial_seconds repeats its pass: those repeats count too."""
+    spec = small_spec(min_trial_seconds=0.5, integrity={"same_path": {"enabled": False}})
+    result = run(Misbehave(cache_replies=True), spec, rate=400, ppl_records=[])
+    assert max(r.pass_index for r in result.tps.records) >= 1
+    assert check(result, "integrity.caching").status == "fail"
+
+
+def test_controls_answered_at_once_with_made_up_tokens_fail_the_reference() -> None:
+    """Nothing would judge a control's tokens if only timed answers were sampled: every
+    control is checked, so cheap fresh answers (to look fast beside replays) fail."""
+    _, outcomes = judged(Misbehave(cheap_fresh=True))
+    decode = outcomes["integrity.reference-decode"].result
+    assert decode.status == "fail" and decode.details["controls"] == 2
+    bad = [r for r in decode.details["records"] if r["record"].startswith("c")]
+    assert any(r["fraction"] == 0.0 for r in bad)  # the ones sent once prompts repeated
 
 
 def test_caching_skips_a_stream_that_repeats_nothing() -> None:
@@ -241,6 +268,27 @@ def test_logprobs_scaled_toward_zero_score_better_than_the_model_and_fail() -> N
         mismatch.result.summary
     )
     assert mismatch.result.details["lowest_delta_nats"] < -0.1
+
+
+def test_a_flattery_spread_thinly_over_every_record_fails_on_average() -> None:
+    """Each record is flattered inside the per-record bound; their mean is not."""
+    _, outcomes = judged(Misbehave(scale_logprobs=0.996))
+    mismatch = outcomes["ppl.reference-mismatch"].result
+    details = mismatch.details
+    assert details["lowest_delta_nats"] > -details["max_lower_nats"]  # every record inside
+    assert mismatch.status == "fail" and "on average" in mismatch.summary
+
+
+def test_a_ppl_below_the_models_own_on_its_pinned_set_fails_without_any_sample(
+    honest: tuple[Any, dict[str, Any]],
+) -> None:
+    """Where the spec pins the model's PPL on the held-out set, the whole set is judged."""
+    model_ppl = honest[0].ppl.value
+    flattered = run(Misbehave(scale_logprobs=0.95))
+    out = judge(flattered, None, model_ppl=model_ppl)["ppl.reference-mismatch"].result
+    assert out.status == "fail" and "below the pinned model's own" in out.summary
+    kept = judge(honest[0], None, model_ppl=model_ppl)["ppl.reference-mismatch"].result
+    assert kept.status == "skip"  # at the model's own PPL; the sample needs a reference
 
 
 def test_logprobs_far_worse_than_the_model_fail_the_upper_bound() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import pytest
 from harness_util import small_spec
@@ -11,8 +12,9 @@ from harness_util import small_spec
 from verifier.checks import registry
 from verifier.checks.base import CheckContext, CheckOutcome
 from verifier.harness.ppl import PplResult
+from verifier.harness.probes import Evidence
 from verifier.harness.stats import summarize
-from verifier.harness.tps import TpsResult, TrialResult
+from verifier.harness.tps import RequestRecord, Stability, TpsResult, TrialResult
 
 
 def run(check_id: str, **kw: object) -> CheckOutcome:
@@ -69,3 +71,62 @@ def test_reproduction_compares_the_blind_median(
 def test_reproduction_skips_without_a_reported_tps() -> None:
     out = run("tps.reproduction", tps=tps(500.0))
     assert out.result.status == "skip" and "reports no TPS" in out.result.summary
+
+
+def _stream(repeat_s: float, control_s: float, *, stable: bool) -> tuple[TpsResult, Evidence]:
+    """Trial 2 repeats trial 1's 4 prompts; 2 controls among them; 16 tokens each."""
+
+    def rec(pid: str, trial: int, pos: int, latency: float, control: bool = False) -> Any:
+        return RequestRecord(
+            pid,
+            trial,
+            0,
+            pos,
+            [1] * 16,
+            None,
+            "",
+            latency,
+            None,
+            "length",
+            16,
+            "token_ids",
+            control=control,
+        )
+
+    records = [rec(f"p{i}", 0, i, 0.16) for i in range(4)]
+    records += [rec(f"p{i}", 1, i, repeat_s * 16) for i in range(4)]
+    controls = [
+        rec("fresh-a", 1, 1, control_s * 16, True),
+        rec("fresh-b", 1, 3, control_s * 16, True),
+    ]
+    result = tps(100.0, 100.0)
+    result.records = records
+    result.stability = Stability(
+        max_cv=0.15, cv=0.05 if stable else 0.6, planned=2, run=2 if stable else 4, max_trials=4
+    )
+    return result, Evidence(plan={}, controls=controls)
+
+
+@pytest.mark.parametrize(
+    ("repeat_s", "stable", "status"),
+    [
+        (0.010, True, "pass"),  # as fast as fresh work
+        (0.007, True, "fail"),  # 1.4x: over the bound, on a stable clock
+        (0.007, False, "error"),  # 1.4x on an unstable clock: it proves nothing
+        (0.001, False, "fail"),  # 10x: no noise does that
+    ],
+)
+def test_caching_judges_by_its_bound_and_by_how_stable_the_clock_was(
+    repeat_s: float, stable: bool, status: str
+) -> None:
+    stream, evidence = _stream(repeat_s, 0.010, stable=stable)
+    out = run("integrity.caching", tps=stream, evidence=evidence)
+    assert out.result.status == status, out.result.summary
+    assert [f.check_id for f in out.findings] == (["integrity.caching"] if status == "fail" else [])
+
+
+def test_reproduction_is_not_judged_on_an_unstable_clock() -> None:
+    noisy = tps(300.0, 400.0, 700.0)  # median 22 % below the reported TPS
+    noisy.stability = Stability(max_cv=0.15, cv=0.4, planned=3, run=8, max_trials=8)
+    out = run("tps.reproduction", tps=noisy, reported_tps=510.58)
+    assert out.result.status == "error" and not out.findings

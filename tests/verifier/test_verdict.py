@@ -112,6 +112,6 @@ def test_a_broken_rule_stands_even_when_the_measurement_was_unstable() -> None:
     """A replaying engine makes later trials fast (unstable) and is caught replaying."""
     unstable = CheckResult("tps.unstable", "error", "CV 0.9 > 0.15")
     caching = CheckResult("integrity.caching", "fail", "repeats ran 40x faster")
-    assert verdict(checks=[*ALL_PASS, unstable, caching]) == "REJECTED"
+    assert verdict(checks=[*ALL_PASS, unstable, caching]) == "REJECTED"  # decisive: see caching
     assert verdict(checks=[*ALL_PASS, unstable]) == "FAILED"
     assert verdict(failed=True, checks=[*ALL_PASS, caching]) == "FAILED"

@@ -45,6 +45,8 @@ class CheckContext:
     reference: EngineClient | None = None
     reference_model: str | None = None
     sample_seed: int | None = None
+    #: the pinned model's own PPL on the held-out set in use, where the spec pins it
+    model_ppl: float | None = None
     scores: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -105,11 +107,20 @@ def raised(check_id: str, message: str, *, hint: str, where: str | None = None) 
 
 
 def unreliable(
-    check_id: str, summary: str, details: dict[str, Any] | None = None, *, hint: str | None = None
+    check_id: str,
+    summary: str,
+    details: dict[str, Any] | None = None,
+    *,
+    hint: str | None = None,
+    finding: bool = False,
 ) -> CheckOutcome:
-    """An ``error`` result: the measurement itself is not good enough to judge (FAILED)."""
-    finding = Finding(check_id, "error", summary, hint=hint)
-    return CheckOutcome(CheckResult(check_id, "error", summary, details), [finding])
+    """An ``error`` result: the measurement is not good enough to judge (FAILED).
+
+    ``finding``: also raise the id as an error finding (for ids whose declared effect is
+    FAILED, such as ``tps.unstable``); a rule's id is never raised for what was not judged.
+    """
+    findings = [Finding(check_id, "error", summary, hint=hint)] if finding else []
+    return CheckOutcome(CheckResult(check_id, "error", summary, details), findings)
 
 
 def enabled(spec: ChallengeSpec, name: str) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
 """``integrity.lengths``: every timed answer is as long as asked, and honest about it.
 
-MLPerf's TEST06 and TEST09 in one pass over the timed requests (no new requests):
+MLPerf's TEST06 and TEST09 in one pass over the timed answers and the caching controls
+(no new requests):
 - under ``ignore_eos`` every answer has exactly ``max_tokens`` generated tokens (within
   the spec's ``tolerance``, a fraction) and ``finish_reason == "length"``; without it no
   answer is longer than ``max_tokens``;
@@ -50,7 +51,8 @@ async def lengths(ctx: CheckContext) -> CheckOutcome:
     spec = ctx.spec.tps
     tolerance = float(settings.get("tolerance", 0.0)) * spec.max_tokens
     eos = set(ctx.eos_token_ids)
-    counted = [r for r in ctx.tps.records if r.count_source != "none"]
+    answers = [*ctx.tps.records, *(ctx.evidence.controls if ctx.evidence else [])]
+    counted = [r for r in answers if r.count_source != "none"]
     wrong_length: list[RequestRecord] = []
     wrong_finish: list[RequestRecord] = []
     padded: list[RequestRecord] = []
@@ -78,7 +80,7 @@ async def lengths(ctx: CheckContext) -> CheckOutcome:
         if isinstance(reported, int) and reported != n:
             usage_off.append(record)
     details: dict[str, Any] = {
-        "requests": len(ctx.tps.records),
+        "requests": len(answers),
         "counted": len(counted),
         "max_tokens": spec.max_tokens,
         "ignore_eos": spec.ignore_eos,

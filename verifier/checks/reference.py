@@ -7,8 +7,9 @@ engine returned, the held-out records. Samples are drawn from ``ctx.sample_seed`
 fresh once the trials have ended, so no request of the run could tell the engine which
 of its answers would be looked at.
 
-- ``integrity.reference-decode``: for a sample of the timed answers (all trials), the
-  reference scores prompt + answer teacher-forced in one request. At every generated
+- ``integrity.reference-decode``: for a sample of the timed answers (all trials), and
+  every caching control's answer, the reference scores prompt + answer teacher-forced
+  in one request. At every generated
   position the gap is ``top logprob - logprob of the generated token`` (>= 0, in nats);
   the token agrees when the gap is at most ``tie_tolerance``. Near-ties between honest
   numerics flip argmaxes without moving the gap much; a cheaper decode, a spliced or
@@ -21,7 +22,12 @@ of its answers would be looked at.
   with the same request the engine got. Per record, the engine's mean NLL per target
   token minus the reference's must be >= ``-max_lower_nats`` (no engine serves a better
   model than the one it was given: scaled or flattered logprobs fail here) and
-  <= ``max_upper_nats`` when the spec sets it.
+  <= ``max_upper_nats`` when the spec sets it; over the sample, token-weighted, it must be
+  >= ``-max_lower_mean_nats``, far tighter, since honest numerics scatter around zero and
+  a flattery spread over every record does not. Where the spec pins the model's own PPL
+  on the held-out set in use (``quality.reference_ppl`` for the pinned ``ppl_heldout``),
+  the whole set's PPL must also be at least that times ``exp(-max_lower_mean_nats)``: a
+  few flattered records escape a sample, not this.
 """
 
 from __future__ import annotations
@@ -161,10 +167,16 @@ async def _free_running(
 
 
 def sample_answers(ctx: CheckContext, n: int) -> list[RequestRecord]:
+    """``n`` timed answers drawn with the sample seed, and every caching control's answer.
+
+    The controls are fresh work placed among the timed requests, and few: each is checked,
+    so an engine cannot answer them with something cheap to look fast beside the repeats.
+    """
     assert ctx.tps is not None and ctx.sample_seed is not None
     candidates = [r for r in ctx.tps.records if r.token_ids]
     rng = random.Random(f"{ctx.sample_seed}:reference-decode")
-    return rng.sample(candidates, min(n, len(candidates)))
+    controls = [c for c in (ctx.evidence.controls if ctx.evidence else []) if c.token_ids]
+    return rng.sample(candidates, min(n, len(candidates))) + controls
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -220,7 +232,7 @@ async def reference_decode(ctx: CheckContext) -> CheckOutcome:
         rows.append(row)
     free = int(settings.get("free_running", 0))
     free_rows = []
-    for record in sample[:free]:
+    for record in [r for r in sample if not r.control][:free]:
         assert record.token_ids is not None and ctx.reference is not None
         result = await _free_running(
             ctx.reference, ctx, ctx.evidence.rendered[record.prompt_id], record.token_ids
@@ -229,9 +241,11 @@ async def reference_decode(ctx: CheckContext) -> CheckOutcome:
     fraction = agreed / total if total else 1.0
     worst = min(rows, key=lambda r: r["fraction"])
     candidates = sum(1 for r in ctx.tps.records if r.token_ids)
+    timed = sum(1 for r in rows if not r["record"].startswith("c"))
     details: dict[str, Any] = {
         "sample_seed": f"{ctx.sample_seed:016x}",
-        "sampled": len(rows),
+        "sampled": timed,
+        "controls": len(rows) - timed,
         "answers": candidates,
         "tokens": total,
         "fraction": fraction,
@@ -267,12 +281,36 @@ async def reference_decode(ctx: CheckContext) -> CheckOutcome:
     )
 
 
+def _below_the_model(ctx: CheckContext, mean_lower: float) -> CheckOutcome | None:
+    """The whole set's PPL against the pinned model's own on it, where the spec pins it.
+
+    Deterministic where a sample is not: flattering a few records escapes a sample with
+    some probability, but lowers the whole set's PPL, which no sample is needed to see.
+    """
+    if ctx.model_ppl is None or ctx.ppl is None or not math.isfinite(ctx.ppl.value):
+        return None
+    floor = ctx.model_ppl * math.exp(-mean_lower)
+    if ctx.ppl.value >= floor:
+        return None
+    return failed(
+        PPL_REFERENCE_MISMATCH,
+        f"PPL {ctx.ppl.value:.4f} on the held-out set is below the pinned model's own "
+        f"{ctx.model_ppl:.4f} on it (floor {floor:.4f}): no engine serves a better model than "
+        "the one it was given",
+        {"ppl": ctx.ppl.value, "model_ppl": ctx.model_ppl, "floor": floor},
+        hint="report the log-probabilities the served model computes, unscaled",
+    )
+
+
 async def reference_ppl(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "reference_ppl")
     if settings is None:
         return disabled(PPL_REFERENCE_MISMATCH)
     if ctx.ppl is None or ctx.sample_seed is None:
         return skipped(PPL_REFERENCE_MISMATCH, "no PPL was measured")
+    below = _below_the_model(ctx, float(settings["max_lower_mean_nats"]))
+    if below is not None:
+        return below
     if ctx.reference is None or ctx.reference_model is None:
         return skipped(PPL_REFERENCE_MISMATCH, "no reference engine was run")
     scored = {s.id: s for s in ctx.ppl.per_record if s.scored and s.tokens}
@@ -317,14 +355,21 @@ async def reference_ppl(ctx: CheckContext) -> CheckOutcome:
         )
     low = min(rows, key=lambda r: r["delta_nats"])
     high = max(rows, key=lambda r: r["delta_nats"])
+    mean_delta = math.fsum(r["delta_nats"] * r["tokens"] for r in rows) / sum(
+        r["tokens"] for r in rows
+    )
+    mean_lower = float(settings["max_lower_mean_nats"])
     details: dict[str, Any] = {
         "sample_seed": f"{ctx.sample_seed:016x}",
         "sampled": len(rows),
         "records": rows,
         "max_lower_nats": lower,
         "max_upper_nats": upper,
+        "max_lower_mean_nats": mean_lower,
+        "mean_delta_nats": mean_delta,
         "lowest_delta_nats": low["delta_nats"],
         "highest_delta_nats": high["delta_nats"],
+        "model_ppl": ctx.model_ppl,
         "reference_ppl_of_sample": math.exp(
             math.fsum(r["reference_nll_per_token"] * r["tokens"] for r in rows)
             / sum(r["tokens"] for r in rows)
@@ -337,6 +382,15 @@ async def reference_ppl(ctx: CheckContext) -> CheckOutcome:
             f"record {low['id']} scores {-low['delta_nats']:.4f} nats per token better than the "
             f"pinned model itself (allowed {lower:g}): no engine serves a better model than "
             f"the one it was given ({len(rows)} sampled records, {range_text})",
+            details,
+            hint="report the log-probabilities the served model computes, unscaled",
+        )
+    if mean_delta < -mean_lower:
+        return failed(
+            PPL_REFERENCE_MISMATCH,
+            f"over {len(rows)} sampled records the engine scores {-mean_delta:.4f} nats per "
+            f"token better than the pinned model itself (allowed {mean_lower:g} on average): "
+            f"its log-probabilities are flattered ({range_text})",
             details,
             hint="report the log-probabilities the served model computes, unscaled",
         )

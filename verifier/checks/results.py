@@ -69,6 +69,15 @@ async def tps_reproduction(ctx: CheckContext) -> CheckOutcome:
         "trials": [t.tps for t in ctx.tps.trials],
     }
     where = "below" if rel < 0 else "above"
+    stability = ctx.tps.stability
+    if abs(rel) > tolerance and stability is not None and not stability.stable:
+        return unreliable(
+            REPRODUCTION,
+            f"the blind median TPS {median:.2f} cannot be compared with the reported "
+            f"{reported:.2f}: the measurement is unstable ({stability.why})",
+            details,
+            hint="re-run on a quiet machine",
+        )
     text = (
         f"blind median TPS {median:.2f} is {percent(abs(rel))} {where} the reported "
         f"{reported:.2f} (tolerance {percent(tolerance)})"
@@ -97,5 +106,6 @@ async def tps_unstable(ctx: CheckContext) -> CheckOutcome:
             + ")",
             details,
             hint="re-run on a quiet machine; if it persists, the engine's own speed varies",
+            finding=True,
         )
     return passed(TPS_UNSTABLE, f"the trials agree: {st.why}", details)

@@ -24,12 +24,13 @@ from schemas.challenge import ChallengeSpec
 from schemas.check_ids import INTEGRITY_SAME_PATH
 from verifier.harness.client import EngineClient
 from verifier.harness.ppl import ppl_request
-from verifier.harness.tps import Prompt, RequestRecord, count_reply, workload_body
+from verifier.harness.tps import Prompt, RequestRecord, record_of, workload_body
 
 
 def record_key(record: RequestRecord) -> str:
-    """A timed request's place in the stream: trial, pass and position."""
-    return f"{record.trial}.{record.pass_index}.{record.position}"
+    """A request's place in the stream: trial, pass and position (``c`` for a control)."""
+    where = f"{record.trial}.{record.pass_index}.{record.position}"
+    return f"c{where}:{record.prompt_id}" if record.control else where
 
 
 @dataclass
@@ -45,24 +46,6 @@ class SamePathProbe:
 
 
 @dataclass
-class ControlRecord:
-    prompt_id: str
-    trial: int
-    position: int
-    latency_s: float
-    tokens: int
-    token_ids: list[int] | None
-    prompt_token_ids: list[int] | None
-
-    @property
-    def s_per_token(self) -> float:
-        return self.latency_s / max(1, self.tokens)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
 class Evidence:
     """What the evaluation leaves for the checks and for the reference stage (plain data)."""
 
@@ -70,7 +53,8 @@ class Evidence:
     #: prompt id -> the verifier's own ids for it (timed prompts and controls)
     rendered: dict[str, list[int]] = field(default_factory=dict)
     same_path: list[SamePathProbe] = field(default_factory=list)
-    controls: list[ControlRecord] = field(default_factory=list)
+    #: the caching controls' answers (``RequestRecord.control``), in the order sent
+    controls: list[RequestRecord] = field(default_factory=list)
 
 
 def control_prompts(
@@ -118,18 +102,19 @@ async def send_control(
     *,
     trial: int,
     position: int,
-) -> ControlRecord:
+) -> RequestRecord:
+    """One caching control: the timed shape, a prompt the stream never carried, untimed."""
     body = workload_body(spec, model, prompt["prompt"])
     reply = await client.post(spec.tps.endpoint, body, f"caching control {prompt['id']}")
-    counted, _ = count_reply(reply, spec, None)
-    return ControlRecord(
+    return record_of(
+        reply,
+        spec,
+        None,
         prompt_id=str(prompt["id"]),
         trial=trial,
+        pass_index=0,
         position=position,
-        latency_s=reply.latency_s,
-        tokens=counted,
-        token_ids=reply.token_ids,
-        prompt_token_ids=reply.prompt_token_ids,
+        control=True,
     )
 
 

@@ -352,6 +352,7 @@ async def _judge(
     *,
     vocab_size: int | None,
     sample_seed: int,
+    model_ppl: float | None,
     ready_timeout_s: float | None,
     is_alive: Callable[[], bool] | None,
 ) -> list[CheckOutcome]:
@@ -375,6 +376,7 @@ async def _judge(
             reference=ref,
             reference_model=model,
             sample_seed=sample_seed,
+            model_ppl=model_ppl,
         )
         return await registry.run_checks(registry.REFERENCE_PHASE, ctx)
 
@@ -386,6 +388,7 @@ def judge_with_reference(
     *,
     vocab_size: int | None,
     sample_seed: int,
+    model_ppl: float | None = None,
     ready_timeout_s: float | None = None,
     is_alive: Callable[[], bool] | None = None,
 ) -> list[CheckOutcome]:
@@ -393,9 +396,12 @@ def judge_with_reference(
 
     Call it only once the participant's engine has stopped. ``sample_seed`` must be drawn
     after the trials have ended (``secrets.randbits(64)``) and recorded in the report.
+    ``model_ppl``: the pinned model's own PPL on the held-out set in use, if known.
     """
     if reference_url is None:
-        ctx = result.context(spec, vocab_size=vocab_size, sample_seed=sample_seed)
+        ctx = result.context(
+            spec, vocab_size=vocab_size, sample_seed=sample_seed, model_ppl=model_ppl
+        )
         return asyncio.run(registry.run_checks(registry.REFERENCE_PHASE, ctx))
     return asyncio.run(
         _judge(
@@ -404,6 +410,7 @@ def judge_with_reference(
             result,
             vocab_size=vocab_size,
             sample_seed=sample_seed,
+            model_ppl=model_ppl,
             ready_timeout_s=ready_timeout_s,
             is_alive=is_alive,
         )

@@ -97,6 +97,12 @@ class RequestRecord:
     finish_reason: str | None
     counted_tokens: int
     count_source: str  # token_ids | retokenize | none
+    #: a caching control: untimed, never counted in the TPS, judged like a timed answer
+    control: bool = False
+
+    @property
+    def s_per_token(self) -> float:
+        return self.latency_s / max(1, self.counted_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -173,6 +179,36 @@ def count_reply(reply: Reply, spec: ChallengeSpec, tokenize: Tokenize | None) ->
     if spec.tps.count_tokens == "retokenize" and tokenize is not None:
         return len(tokenize(reply.text)), "retokenize"
     return 0, "none"
+
+
+def record_of(
+    reply: Reply,
+    spec: ChallengeSpec,
+    tokenize: Tokenize | None,
+    *,
+    prompt_id: str,
+    trial: int,
+    pass_index: int,
+    position: int,
+    control: bool = False,
+) -> RequestRecord:
+    """The record of one answer, its tokens counted by the harness."""
+    counted, source = count_reply(reply, spec, tokenize)
+    return RequestRecord(
+        prompt_id=prompt_id,
+        trial=trial,
+        pass_index=pass_index,
+        position=position,
+        token_ids=reply.token_ids,
+        prompt_token_ids=reply.prompt_token_ids,
+        text=reply.text,
+        latency_s=reply.latency_s,
+        usage=reply.usage,
+        finish_reason=reply.finish_reason,
+        counted_tokens=counted,
+        count_source=source,
+        control=control,
+    )
 
 
 async def run_requests(
@@ -258,21 +294,15 @@ async def _trial(
             timed += time.perf_counter() - t0
             for offset, reply in enumerate(replies):
                 position = start + offset
-                counted, source = count_reply(reply, spec, tokenize)
                 records.append(
-                    RequestRecord(
+                    record_of(
+                        reply,
+                        spec,
+                        tokenize,
                         prompt_id=str(chosen[position]["id"]),
                         trial=index,
                         pass_index=passes,
                         position=position,
-                        token_ids=reply.token_ids,
-                        prompt_token_ids=reply.prompt_token_ids,
-                        text=reply.text,
-                        latency_s=reply.latency_s,
-                        usage=reply.usage,
-                        finish_reason=reply.finish_reason,
-                        counted_tokens=counted,
-                        count_source=source,
                     )
                 )
                 if on_record is not None:
