@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: today's verdict and the error ids that come with it, per cheat
+#: today's verdict per cheat, and the error ids it must carry (VERIFIED: none at all)
 TODAY: dict[str, tuple[str, set[str]]] = {
     "ReplayCheapControls": ("VERIFIED", set()),
     "ReplaySlowNeighbour": ("VERIFIED", set()),
@@ -120,10 +120,9 @@ class Run:
 
     def expect_today(self, name: str) -> None:
         verdict, ids = TODAY[name]
-        assert (self.verdict, self.errors) == (verdict, ids), (
-            self.report["findings"],
-            self.report["failure"],
-        )
+        why = (self.report["findings"], self.report["failure"])
+        assert self.verdict == verdict, why
+        assert ids <= self.errors if ids else not self.errors, why
 
 
 def run(bundle: Path, out: Path, engine: str, **env: str) -> Run:
