@@ -1,10 +1,12 @@
-"""Cheating engines aimed at the integrity checks as they stand, each trying to pass them all.
+"""Cheating engines aimed at the integrity checks' weak spots, each trying to pass them all.
 
-Unlike ``engines.adversarial`` (cheats the checks are known to catch), these probe what
-the checks leave open on the ``tiny`` challenge. Each is a ``BaselineEngine`` subclass
-selected with ``ENGINE_CLASS=engines.cheats:NAME``; the replaying ones print a
-``CHEAT-STATS {json}`` line to stderr after each generation request (tokens decoded by
-the model, tokens replayed), so a test reads from the engine's log how much work it
+Beside ``engines.adversarial``, these were written against the checks as they once
+stood, and each got through on the ``tiny`` challenge until the check it aimed at was
+changed; ``tests/engines/test_cheats.py`` keeps every one REJECTED. Each is a
+``BaselineEngine`` subclass selected with ``ENGINE_CLASS=engines.cheats:NAME``; the
+replaying ones print a ``CHEAT-STATS {json}`` line to stderr after each generation
+request (tokens decoded by the model, tokens replayed), so a test reads from the
+engine's log how much work it
 really did.
 
 - ``Honest``: the baseline unchanged, the yardstick.

@@ -1,9 +1,8 @@
 """The pipeline end to end without Docker: one intake result, one report, the verdict's rules.
 
-``TestSandbox`` is podium's process runner reporting itself as a sandbox that can verify,
-so the pipeline's VERIFIED path runs here on the baseline engine as a plain process. It is
-a test double of the runner protocol (``verifier/runners/base.py``); the real sandbox is
-tested in ``test_verify_e2e.py``.
+``VerifyingSandbox`` (``tests/sandbox_double.py``) is podium's process runner reporting
+itself as a sandbox that can verify, so the pipeline's VERIFIED path runs here on the
+baseline engine as a plain process; the real sandbox is tested in ``test_verify_e2e.py``.
 """
 
 from __future__ import annotations
@@ -12,49 +11,22 @@ import dataclasses
 import io
 import shutil
 import tarfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_double import VerifyingSandbox
 
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec, load_challenge
-from schemas.findings import Finding
 from submission.bundle import package
-from verifier.intake import Intake, intake
+from verifier.intake import intake
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
-from verifier.runners.process import ProcessRunner, reference_runner
+from verifier.runners.process import reference_runner
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class TestSandbox(ProcessRunner):
-    __test__ = False
-    info = RunnerInfo(name="test-sandbox", can_verify=True)
-
-    def __init__(self, image_bytes: int | None = None) -> None:
-        super().__init__()
-        self.image_bytes = image_bytes
-        self.started = False
-
-    def prepare(
-        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
-    ) -> ImageFacts:
-        super().prepare(intake, spec, on_log=on_log)
-        return ImageFacts(id="sha256:" + "1" * 64, size_bytes=self.image_bytes or 1)
-
-    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
-        self.started = True
-        return super().start(spec, model_dir=model_dir, gpu=gpu)
-
-    def isolation(
-        self, handle: EngineHandle, *, forbidden_paths: list[Path]
-    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
-        return "pass", "a test double of a sandbox", {"runner": "test-sandbox"}, []
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +58,7 @@ def ids(report: dict[str, Any]) -> set[str]:
 def test_an_honest_entry_in_a_sandbox_that_can_verify_is_verified(
     bundle: Path, tmp_path: Path
 ) -> None:
-    runner = TestSandbox()
+    runner = VerifyingSandbox()
     out = verify(VerifyRequest(bundle, tiny(), runner, tmp_path, reference=reference_runner))
     report = out.report
     assert out.verdict == "VERIFIED", (report["findings"], report["failure"])
@@ -101,7 +73,7 @@ def test_a_required_check_that_could_not_run_is_never_verified(
     bundle: Path, tmp_path: Path
 ) -> None:
     """No reference engine: the reference checks skip, and a skip is not a pass."""
-    out = verify(VerifyRequest(bundle, tiny(), TestSandbox(), tmp_path))
+    out = verify(VerifyRequest(bundle, tiny(), VerifyingSandbox(), tmp_path))
     assert out.verdict == "UNOFFICIAL"
     missing = [f for f in out.report["findings"] if f["check_id"] == "verdict.checks-missing"]
     assert missing and "integrity.reference-decode" in missing[0]["message"]
@@ -111,7 +83,7 @@ def test_a_required_check_that_could_not_run_is_never_verified(
 def test_an_image_over_the_limit_is_rejected_before_it_runs(bundle: Path, tmp_path: Path) -> None:
     spec = tiny()
     spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, image_bytes=1000))
-    runner = TestSandbox(image_bytes=5000)
+    runner = VerifyingSandbox(image_bytes=5000)
     out = verify(VerifyRequest(bundle, spec, runner, tmp_path))
     assert out.verdict == "REJECTED" and "image.too-large" in ids(out.report)
     assert not runner.started

@@ -1,0 +1,44 @@
+"""A test double of the runner protocol: podium's process runner posing as a sandbox.
+
+``VerifyingSandbox`` runs the engine of a bundle as a plain process (as the ``process``
+runner does) but reports itself as a runner whose results can be VERIFIED, with an
+isolation check that passes, so the pipeline's VERIFIED path runs without Docker. It is
+for tests of the verdict's logic and of cheating engines; the real sandbox is tested in
+``tests/verifier/test_verify_e2e.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from schemas.challenge import ChallengeSpec
+from schemas.findings import Finding
+from verifier.intake import Intake
+from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
+from verifier.runners.process import ProcessRunner
+
+
+class VerifyingSandbox(ProcessRunner):
+    info = RunnerInfo(name="test-sandbox", can_verify=True)
+
+    def __init__(self, *, image_bytes: int | None = None, env: dict[str, str] | None = None):
+        super().__init__(env=env)
+        self.image_bytes = image_bytes
+        self.started = False
+
+    def prepare(
+        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> ImageFacts:
+        super().prepare(intake, spec, on_log=on_log)
+        return ImageFacts(id="sha256:" + "1" * 64, size_bytes=self.image_bytes or 1)
+
+    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
+        self.started = True
+        return super().start(spec, model_dir=model_dir, gpu=gpu)
+
+    def isolation(
+        self, handle: EngineHandle, *, forbidden_paths: list[Path]
+    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
+        return "pass", "a test double of a sandbox", {"runner": "test-sandbox"}, []
