@@ -6,8 +6,7 @@ changed; ``tests/engines/test_cheats.py`` keeps every one REJECTED. Each is a
 ``BaselineEngine`` subclass selected with ``ENGINE_CLASS=engines.cheats:NAME``; the
 replaying ones print a ``CHEAT-STATS {json}`` line to stderr after each generation
 request (tokens decoded by the model, tokens replayed), so a test reads from the
-engine's log how much work it
-really did.
+engine's log how much work it really did.
 
 - ``Honest``: the baseline unchanged, the yardstick.
 - ``ReplayCheapControls``: decodes each distinct prompt once and replays the answer for
