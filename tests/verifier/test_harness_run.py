@@ -140,3 +140,22 @@ def test_the_report_schema_accepts_the_harness_output() -> None:
     }
     validate("report", doc)
     assert doc["metrics"]["tps"]["stability"]["trials_run"] >= 2
+
+
+def test_controls_are_never_seen_prompts_of_the_timed_prompts_lengths() -> None:
+    """Time per token includes prefill: each control matches a timed prompt's length."""
+    import random
+
+    from verifier.harness.probes import control_prompts
+
+    timed = [{"id": f"t{i}", "prompt": "x" * (10 + 10 * i)} for i in range(4)]
+    pool = [{"id": f"u{i}", "prompt": "y" * (5 + 7 * i)} for i in range(12)]
+    picked = control_prompts(
+        [*timed, *pool], timed, 4, random.Random(3), lambda p: len(p["prompt"])
+    )
+    lengths = sorted(len(p["prompt"]) for p in timed)
+    assert {p["id"] for p in picked} <= {p["id"] for p in pool}  # never carried before
+    for p in picked:
+        assert min(abs(len(p["prompt"]) - n) for n in lengths) <= 3
+    copies = control_prompts(timed, timed, 2, random.Random(3), lambda p: len(p["prompt"]))
+    assert all("~" in p["id"] and p["prompt"].startswith("(") for p in copies)  # marked copies

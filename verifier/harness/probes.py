@@ -15,7 +15,7 @@ the proof of each check is the timed work itself (``docs/measurement.md``).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,22 +58,36 @@ class Evidence:
 
 
 def control_prompts(
-    heldout: Sequence[Prompt], timed: Sequence[Prompt], n: int, rng: random.Random
+    heldout: Sequence[Prompt],
+    timed: Sequence[Prompt],
+    n: int,
+    rng: random.Random,
+    length: Callable[[Prompt], int],
 ) -> list[Prompt]:
-    """``n`` prompts the timed stream never carries: unused held-out ones, then marked copies.
+    """``n`` prompts the timed stream never carries, each the length of a timed one.
 
-    A marked copy puts a random marker before the first user text, so no request of the
-    run can have carried it; token-id prompts cannot be marked safely and are not used.
+    Time per token includes the prompt's prefill, so a control is matched to a timed
+    prompt drawn at random: the unused held-out prompt nearest it in rendered length,
+    else (none left) a marked copy of it, with a random marker before its first user
+    text, so no request of the run can have carried it. Token-id prompts cannot be
+    marked safely and are not used for copies.
     """
     used = {str(p["id"]) for p in timed}
-    fresh = [p for p in heldout if str(p["id"]) not in used]
-    rng.shuffle(fresh)
-    out = fresh[:n]
-    candidates = [p for p in timed if _markable(p["prompt"])]
-    while len(out) < n and candidates:
-        base = rng.choice(candidates)
-        marker = f"{rng.getrandbits(48):012x}"
-        out.append({"id": f"{base['id']}~{marker}", "prompt": _mark(base["prompt"], marker)})
+    pool = [p for p in heldout if str(p["id"]) not in used]
+    lengths = {str(p["id"]): length(p) for p in [*pool, *timed]}
+    markable = [p for p in timed if _markable(p["prompt"])]
+    out: list[Prompt] = []
+    for _ in range(n):
+        base = rng.choice(list(timed))
+        if pool:
+            want = lengths[str(base["id"])]
+            pick = min(pool, key=lambda p: (abs(lengths[str(p["id"])] - want), rng.random()))
+            pool.remove(pick)
+            out.append(pick)
+        elif markable:
+            copy = base if _markable(base["prompt"]) else rng.choice(markable)
+            marker = f"{rng.getrandbits(48):012x}"
+            out.append({"id": f"{copy['id']}~{marker}", "prompt": _mark(copy["prompt"], marker)})
     return out
 
 

@@ -162,16 +162,25 @@ class _Evaluation:
             same_path_probes=int(same_path["sample"]) if same_path.get("enabled") else 0,
             controls_per_trial=int(caching["controls"]) if caching.get("enabled") else 0,
         )
+        self.evidence = Evidence(plan=self.plan.to_dict())
+        rendered = self.evidence.rendered
+
+        def length(prompt: Prompt) -> int:
+            key = str(prompt["id"])
+            if key not in rendered:
+                rendered[key] = render_prompt(renderer, prompt["prompt"], endpoint=tps.endpoint)
+            return len(rendered[key])
+
+        for prompt in heldout:
+            length(prompt)
         rng = random.Random(f"{seed}:controls")
-        self.controls = control_prompts(heldout, self.timed, self.plan.count(planning.CONTROL), rng)
+        n = self.plan.count(planning.CONTROL)
+        self.controls = control_prompts(heldout, self.timed, n, rng, length)
+        for prompt in self.controls:
+            length(prompt)
         self.probe_rng = random.Random(f"{seed}:same-path")
         self.ppl_records = list(ppl_records)
         self.scorer = PplScorer(spec, model=model)
-        self.evidence = Evidence(plan=self.plan.to_dict())
-        for prompt in [*heldout, *self.controls]:
-            self.evidence.rendered[str(prompt["id"])] = render_prompt(
-                renderer, prompt["prompt"], endpoint=tps.endpoint
-            )
         self.vocab_size = renderer.vocab_size
         self.records: list[RequestRecord] = []  # answers so far, for the same-path probes
         self.pending_probes = 0
