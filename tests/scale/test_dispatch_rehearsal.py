@@ -89,7 +89,7 @@ def test_local_dispatch_rehearsal_verifies_a_queued_bundle(
     failing = {c["id"]: c for c in report["checks"] if c["status"] not in ("pass", "skip")}
     assert res["verdict"] == report["verdict"] == "UNOFFICIAL", (failing, report["findings"])
     assert failing == {}
-    assert checks["ppl.cap"] == "pass" and checks["integrity.greedy-identity"] == "pass"
+    assert checks["ppl.cap"] == "pass" and checks["integrity.reference-decode"] == "pass"
     assert checks["integrity.isolation"] == "skip"
     # and the sample entry reports no TPS, so there is nothing to reproduce
     assert req.doc["reported_tps"] is None
