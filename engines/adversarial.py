@@ -47,7 +47,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,30 @@ from engines.baseline.protocol import SamplingParams
 
 if TYPE_CHECKING:
     import torch
+
+
+def replay_steps(answer: list[int], n: int, before_last: Any = None) -> Iterator[TokenStep]:
+    """``answer[:n]`` as generated steps, the last one finishing on length, computing
+    nothing; ``before_last()`` runs before the last step (to pace a replay)."""
+    for i, tok in enumerate(answer[:n]):
+        if i + 1 == n and before_last is not None:
+            before_last()
+        yield TokenStep(tok, None, "length" if i + 1 == n else None)
+
+
+def recorded(gen: Generation, done: Callable[[list[int]], None]) -> Generation:
+    """``gen``, unchanged for its reader; ``done(ids)`` gets its answer once it is whole."""
+    inner = gen.steps
+
+    def steps() -> Iterator[TokenStep]:
+        out: list[int] = []
+        for step in inner:
+            out.append(step.token_id)
+            yield step
+        done(out)
+
+    gen.steps = steps()
+    return gen
 
 
 def _after() -> int:
@@ -206,17 +230,7 @@ class ForgedChat(_Cheap):
         if prompt_logprobs is not None:
             self._forge(gen)
             return gen
-        inner = gen.steps
-
-        def remember() -> Iterator[TokenStep]:
-            out: list[int] = []
-            for step in inner:
-                out.append(step.token_id)
-                yield step
-            self._answers.append(tuple(out))
-
-        gen.steps = remember()
-        return gen
+        return recorded(gen, lambda out: self._answers.append(tuple(out)))
 
     def _forge(self, gen: Generation) -> None:
         """Where the prompt ends with an answer it gave: that token is the top, rank 1."""
@@ -255,12 +269,7 @@ class ForgedPromptReplay(BaselineEngine):
         if os.environ.get("ADVERSARY_HONEST_IDS") == "1":
             first_prompt = list(prompt_ids)  # the ids it was sent: only the answer is forged
         n = min(len(answer), sampling.max_tokens or len(answer))
-
-        def replay() -> Iterator[TokenStep]:
-            for i, tok in enumerate(answer[:n]):
-                yield TokenStep(tok, None, "length" if i + 1 == n else None)
-
-        return Generation(list(first_prompt), None, replay())
+        return Generation(list(first_prompt), None, replay_steps(answer, n))
 
 
 class GarbageTail(_Cheap):
@@ -315,24 +324,9 @@ class CachedReplies(BaselineEngine):
         key = (*prompt_ids, -1, sampling.max_tokens or 0)
         cached = self._cache.get(key)
         if cached is not None and prompt_logprobs is None:
-
-            def replay() -> Iterator[TokenStep]:
-                for i, tok in enumerate(cached):
-                    yield TokenStep(tok, None, "length" if i + 1 == len(cached) else None)
-
-            return Generation(prompt_ids, None, replay())
+            return Generation(prompt_ids, None, replay_steps(cached, len(cached)))
         gen = super().start(prompt_ids, sampling, prompt_logprobs)
-        inner = gen.steps
-
-        def record() -> Iterator[TokenStep]:
-            out: list[int] = []
-            for step in inner:
-                out.append(step.token_id)
-                yield step
-            self._cache[key] = out
-
-        gen.steps = record()
-        return gen
+        return recorded(gen, lambda out: self._cache.__setitem__(key, out))
 
 
 def _attempts() -> dict[str, Any]:

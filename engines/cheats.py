@@ -38,13 +38,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engines.baseline.model import (
-    BaselineEngine,
-    Generation,
-    PositionLogprobs,
-    TokenLogprob,
-    TokenStep,
-)
+from engines.adversarial import recorded, replay_steps
+from engines.baseline import model
+from engines.baseline.model import BaselineEngine, Generation, TokenStep
 from engines.baseline.protocol import SamplingParams
 
 if TYPE_CHECKING:
@@ -57,14 +53,6 @@ def _env_float(name: str, default: float) -> float:
 
 class Honest(BaselineEngine):
     """The baseline unchanged: the yardstick every cheat is measured against."""
-
-
-def _replay(answer: list[int], n: int, before_last: Any = None) -> Iterator[TokenStep]:
-    """``answer[:n]`` as generated steps; ``before_last()`` runs before the last one."""
-    for i, tok in enumerate(answer[:n]):
-        if i + 1 == n and before_last is not None:
-            before_last()
-        yield TokenStep(tok, None, "length" if i + 1 == n else None)
 
 
 @dataclass
@@ -196,7 +184,7 @@ class ReplayShaped(BaselineEngine):
                 time.sleep(wait)
 
         def steps() -> Iterator[TokenStep]:
-            yield from _replay(answer, n, pace)
+            yield from replay_steps(answer, n, pace)
             chat.end = time.perf_counter()
             self._advance(chat)
             self.stats["replayed_tokens"] += n
@@ -209,13 +197,8 @@ class ReplayShaped(BaselineEngine):
     ) -> Generation:
         """Decode for real: the first pass ever (and warm-up), a trial's first pass, a control."""
         gen = super().start(prompt_ids, sampling, None)
-        inner = gen.steps
 
-        def steps() -> Iterator[TokenStep]:
-            out: list[int] = []
-            for step in inner:
-                out.append(step.token_id)
-                yield step
+        def done(out: list[int]) -> None:
             chat.end = time.perf_counter()
             self.stats["computed_tokens"] += len(out)
             if kind == "first":
@@ -229,8 +212,7 @@ class ReplayShaped(BaselineEngine):
                 self._untimed_since = True
             self._report()
 
-        gen.steps = steps()
-        return gen
+        return recorded(gen, done)
 
 
 class _Replay(BaselineEngine):
@@ -261,19 +243,13 @@ class _Replay(BaselineEngine):
             self.stats["controls"] += 1
             return self.control(prompt_ids, sampling)
         gen = super().start(prompt_ids, sampling, None)
-        inner = gen.steps
 
-        def record() -> Iterator[TokenStep]:
-            out: list[int] = []
-            for step in inner:
-                out.append(step.token_id)
-                yield step
+        def done(out: list[int]) -> None:
             self._answers[key] = out
             self.stats["computed_tokens"] += len(out)
             self._report()
 
-        gen.steps = record()
-        return gen
+        return recorded(gen, done)
 
     def _replayed(self, prompt_ids: list[int], answer: list[int]) -> Generation:
         until = time.perf_counter() + _env_float("CHEAT_REPLAY_S", 0.005)
@@ -285,7 +261,7 @@ class _Replay(BaselineEngine):
                 time.sleep(wait)
 
         def steps() -> Iterator[TokenStep]:
-            yield from _replay(answer, len(answer), pace)
+            yield from replay_steps(answer, len(answer), pace)
             self.stats["replayed_tokens"] += len(answer)
             self._report()
 
@@ -307,7 +283,7 @@ class ReplayCheapControls(_Replay):
 
     def control(self, prompt_ids: list[int], sampling: SamplingParams) -> Generation:
         answer = next(iter(self._answers.values()))
-        return Generation(list(prompt_ids), None, _replay(answer, sampling.max_tokens or 0))
+        return Generation(list(prompt_ids), None, replay_steps(answer, sampling.max_tokens or 0))
 
 
 class ReplaySlowNeighbour(_Replay):
@@ -370,14 +346,14 @@ class DecodeWindow(BaselineEngine):
         return super().start(prompt_ids, sampling, prompt_logprobs)
 
 
-def _flattered(entry: PositionLogprobs | None, nats: float) -> PositionLogprobs | None:
+def _flattered(entry: model.PositionLogprobs | None, nats: float) -> model.PositionLogprobs | None:
     if entry is None:
         return None
 
-    def up(t: TokenLogprob) -> TokenLogprob:
-        return TokenLogprob(t.token_id, min(0.0, t.logprob + nats), t.rank)
+    def up(t: model.TokenLogprob) -> model.TokenLogprob:
+        return model.TokenLogprob(t.token_id, min(0.0, t.logprob + nats), t.rank)
 
-    return PositionLogprobs(up(entry.chosen), tuple(up(t) for t in entry.top))
+    return model.PositionLogprobs(up(entry.chosen), tuple(up(t) for t in entry.top))
 
 
 class FlatterLogprobs(BaselineEngine):
@@ -385,7 +361,7 @@ class FlatterLogprobs(BaselineEngine):
 
     def prompt_logprobs_from_logits(
         self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
-    ) -> list[PositionLogprobs | None]:
+    ) -> list[model.PositionLogprobs | None]:
         nats = _env_float("CHEAT_NATS", 0.0199)
         entries = super().prompt_logprobs_from_logits(logprobs, targets, k)
         return [_flattered(e, nats) for e in entries]
@@ -415,6 +391,6 @@ class FlatterSomeRecords(BaselineEngine):
 
     def prompt_logprobs_from_logits(
         self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
-    ) -> list[PositionLogprobs | None]:
+    ) -> list[model.PositionLogprobs | None]:
         entries = super().prompt_logprobs_from_logits(logprobs, targets, k)
         return [_flattered(e, 100.0) for e in entries] if self._flatter else entries
