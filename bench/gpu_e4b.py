@@ -247,12 +247,16 @@ def workload(args: argparse.Namespace) -> Any:
         min_trial_seconds=0.0,
         request_timeout_s=600.0,
     )
+    # fast-gemma's own engine-phase checks, loosened where random weights make near-ties
+    # (same-path) or two requests make a noisy ratio (caching); the reference stage and
+    # reproduction need a second run and are not part of this measurement
+    theirs = spec.integrity
     checks = {
-        "same_path": {"enabled": True, "sample": 2, "tie_tolerance": 0.25, "min_fraction": 0.5},
-        "prompt_render": {"enabled": True},
+        "same_path": {**theirs["same_path"], "sample": 2, "min_fraction": 0.5},
+        "prompt_render": theirs["prompt_render"],
         "reproduction": {"enabled": False},
-        "lengths": {"enabled": True, "tolerance": 0.0},
-        "caching": {"enabled": True, "controls": 2, "max_speedup": 1.5},
+        "lengths": theirs["lengths"],
+        "caching": {**theirs["caching"], "max_speedup": 1.5},
     }
     tps = dataclasses.replace(tps, max_cv=1.0, max_trials=args.trials)
     return spec.with_overrides(

@@ -128,3 +128,22 @@ def test_the_httpx_wire_reads_the_paced_engine_like_the_harness_wire() -> None:
         }
     tokens = {name: cell["trials"][0]["tokens"] for name, cell in cells.items()}
     assert set(tokens.values()) == {fidelity.UNPACED_REQUESTS * fidelity.MAX_TOKENS}, tokens
+
+
+def test_the_gpu_script_runs_its_whole_path_on_the_cpu_with_a_small_model(tmp_path: Any) -> None:
+    """``bench/gpu_e4b.py --tiny``: the GPU run's steps (build, serve, harness with
+    fast-gemma's own check settings) on the CPU, so a change to the spec or the harness
+    that breaks the GPU script fails here, not only on the GPU machine."""
+    import json
+
+    from bench import gpu_e4b
+
+    out = tmp_path / "out"
+    code = gpu_e4b.main(["--tiny", "--out", str(out), "--workdir", str(tmp_path / "work")])
+    result = json.loads((out / "gpu_e4b.json").read_text())
+    harness = result["harness"]
+    assert code == 0 and harness["failure"] is None, harness["failure"]
+    assert [s["status"] for s in harness["stages"]] == ["ok"] * len(harness["stages"])
+    assert len(harness["tps"]["trials"]) == 3 and harness["tps"]["median"] > 0
+    ran = {c["id"] for c in harness["checks"]}
+    assert {"integrity.caching", "integrity.lengths", "tps.prompt-mismatch"} <= ran
