@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
 import platform
 import signal
@@ -225,3 +226,38 @@ def baseline_engine(
         yield engine
     finally:
         engine.stop()
+
+
+def _busy(stop: Any, origin: float, phase_s: float) -> None:
+    # a session of its own, as another user's job has: the kernel shares the CPU between
+    # sessions first (autogroup), so a busy child of the benchmark would barely touch an
+    # engine that runs in a session of its own
+    os.setsid()
+    while not stop.is_set():
+        # every neighbour keeps the same clock: all busy, then all idle, phase_s each
+        turn, into = divmod(time.monotonic() - origin, phase_s)
+        end = time.monotonic() + phase_s - into
+        if int(turn) % 2 == 0:
+            while time.monotonic() < end and not stop.is_set():
+                pass
+        else:
+            stop.wait(end - time.monotonic())
+
+
+@contextlib.contextmanager
+def busy_neighbours(count: int, phase_s: float) -> Iterator[None]:
+    """``count`` processes that spin for ``phase_s`` and idle for ``phase_s``, together,
+    each in a session of its own: other users' jobs coming and going on the machine."""
+    stop = multiprocessing.Event()
+    origin = time.monotonic()
+    procs = [
+        multiprocessing.Process(target=_busy, args=(stop, origin, phase_s)) for _ in range(count)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for proc in procs:
+            proc.join()

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import os
 import shutil
 import statistics
 import sys
@@ -31,16 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, RESULTS_DIR, machine
-
-
-def _hog(stop: Any) -> None:
-    os.setsid()  # a session of its own, like another user's job (the kernel shares by session)
-    while not stop.is_set():
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end and not stop.is_set():
-            pass
-        stop.wait(3.0)
+from bench.common import REPO_ROOT, RESULTS_DIR, busy_neighbours, machine
 
 
 def _margins(report: dict[str, Any]) -> dict[str, Any]:
@@ -83,43 +72,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     packaged = package(src, work / "dist", build=False)
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
     spec = load_challenge("tiny")
-    stop = multiprocessing.Event()
-    hogs = [multiprocessing.Process(target=_hog, args=(stop,)) for _ in range(args.hog)]
-    for h in hogs:
-        h.start()
     runs: list[dict[str, Any]] = []
     try:
-        for i in range(args.runs):
-            t0 = time.perf_counter()
-            out = verify(
-                VerifyRequest(
-                    bundle=packaged.bundle.path,
-                    spec=spec,
-                    runner=LocalDockerRunner(),
-                    out_dir=work / f"run-{i}",
-                    reference=reference_runner,
+        with busy_neighbours(args.hog, 3.0):
+            for i in range(args.runs):
+                t0 = time.perf_counter()
+                out = verify(
+                    VerifyRequest(
+                        bundle=packaged.bundle.path,
+                        spec=spec,
+                        runner=LocalDockerRunner(),
+                        out_dir=work / f"run-{i}",
+                        reference=reference_runner,
+                    )
                 )
-            )
-            report = out.report
-            row = {
-                "run": i,
-                "verdict": out.verdict,
-                "wall_s": time.perf_counter() - t0,
-                "not_passed": {
-                    c["id"]: c["status"] for c in report["checks"] if c["status"] != "pass"
-                },
-                "error_findings": sorted(
-                    {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
-                ),
-                "seeds": report.get("seeds"),
-                **_margins(report),
-            }
-            runs.append(row)
-            print(json.dumps(row), flush=True)
+                report = out.report
+                row = {
+                    "run": i,
+                    "verdict": out.verdict,
+                    "wall_s": time.perf_counter() - t0,
+                    "not_passed": {
+                        c["id"]: c["status"] for c in report["checks"] if c["status"] != "pass"
+                    },
+                    "error_findings": sorted(
+                        {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
+                    ),
+                    "seeds": report.get("seeds"),
+                    **_margins(report),
+                }
+                runs.append(row)
+                print(json.dumps(row), flush=True)
     finally:
-        stop.set()
-        for h in hogs:
-            h.join()
         shutil.rmtree(work, ignore_errors=True)
     verdicts = [r["verdict"] for r in runs]
 

@@ -13,24 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import DATA, RESULTS_DIR, machine
-
-
-def _busy(stop: Any) -> None:
-    os.setsid()  # a session of its own, like another user's job (the kernel shares by session)
-    while not stop.is_set():
-        end = time.monotonic() + 4.0
-        while time.monotonic() < end and not stop.is_set():
-            pass
-        stop.wait(4.0)
+from bench.common import DATA, RESULTS_DIR, busy_neighbours, machine
 
 
 def measure(threads: int, busy: bool) -> dict[str, Any]:
@@ -45,24 +33,18 @@ def measure(threads: int, busy: bool) -> dict[str, Any]:
     model = DATA / "tiny" / "model"
     runner = ProcessRunner(env={"OMP_NUM_THREADS": str(threads)})
     handle = runner.start(spec, model_dir=model, gpu=False)
-    stop = multiprocessing.Event()
-    hog = multiprocessing.Process(target=_busy, args=(stop,)) if busy else None
     try:
-        if hog is not None:
-            hog.start()
-        result = run_harness(
-            handle.base_url,
-            spec,
-            public_prompts=sets.warmup_prompts.rows,
-            heldout_prompts=sets.prompts.rows,
-            ppl_records=sets.ppl.rows,
-            renderer=TokenizerRenderer(model),
-            ready_timeout_s=120,
-        )
+        with busy_neighbours(1 if busy else 0, 4.0):
+            result = run_harness(
+                handle.base_url,
+                spec,
+                public_prompts=sets.warmup_prompts.rows,
+                heldout_prompts=sets.prompts.rows,
+                ppl_records=sets.ppl.rows,
+                renderer=TokenizerRenderer(model),
+                ready_timeout_s=120,
+            )
     finally:
-        stop.set()
-        if hog is not None:
-            hog.join()
         handle.stop()
         runner.cleanup()
     assert result.tps is not None, result.failure
