@@ -1,13 +1,14 @@
 """The tiny challenge on podium's baseline engine and on real vLLM, side by side, in one run.
 
-``python -m bench.vllm_tiny [--rounds N]`` (about 3 minutes a round on 2 cores). Each round
-packages ``examples/tiny-baseline`` and ``examples/tiny-vllm`` and verifies both, one
+``python -m bench.vllm_tiny [--rounds N]`` (about 4 minutes a round on 2 cores). Each round
+packages ``examples/tiny-baseline``, ``examples/tiny-vllm`` and ``examples/tiny-vllm-mtp``
+(the same with MTP drafting by the challenge's pinned drafter) and verifies each, one
 after the other, exactly as ``podium verify`` does (rebuild without cache, the strict
 sandbox, held-out PPL and TPS, the integrity checks, the reference engine). Per
 verification: the verdict, TPS (median of its trials), PPL, start-up time (container
 started until the engine's readiness answered: the ``ready`` stage) and the wall time of
-the whole verification. Rounds alternate the order, so a busy moment of the shared
-machine does not always fall on the same engine.
+the whole verification; for MTP, vLLM's acceptance rate. Rounds alternate the order, so a
+busy moment of the shared machine does not always fall on the same engine.
 
 The vLLM entry is plain vLLM with the tiny challenge's default config (float32, eager,
 the launcher's warm-up), so its median TPS is the tiny challenge's baseline for
@@ -26,7 +27,7 @@ from typing import Any
 
 from bench.common import REPO_ROOT, machine, write_result
 
-ENGINES = {"baseline": "tiny-baseline", "vllm": "tiny-vllm"}
+ENGINES = {"baseline": "tiny-baseline", "vllm": "tiny-vllm", "vllm-mtp": "tiny-vllm-mtp"}
 
 
 def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
@@ -62,23 +63,32 @@ def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
         "wall_s": round(wall, 1),
         "stages": stages,
         "findings": [f["check_id"] for f in report["findings"]],
+        "acceptance_rate": (report.get("runtime") or {}).get("speculative_acceptance_rate"),
     }
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for engine in ENGINES:
+    for engine in [e for e in ENGINES if any(r["engine"] == e for r in runs)]:
         mine = [r for r in runs if r["engine"] == engine]
         out[engine] = {
             key: statistics.median(r[key] for r in mine if r[key] is not None)
             for key in ("tps", "ppl", "startup_s", "wall_s")
         }
         out[engine]["verdicts"] = [r["verdict"] for r in mine]
+        rates = [r["acceptance_rate"] for r in mine if r.get("acceptance_rate") is not None]
+        if rates:
+            out[engine]["acceptance_rate"] = statistics.median(rates)
     base, vllm = out["baseline"], out["vllm"]
     out["ratios_vllm_over_baseline"] = {
         key: vllm[key] / base[key] for key in ("tps", "startup_s", "wall_s") if base[key]
     }
     out["ppl_relative_difference"] = abs(vllm["ppl"] / base["ppl"] - 1)
+    if "vllm-mtp" in out:
+        mtp = out["vllm-mtp"]
+        out["ratios_mtp_over_vllm"] = {
+            key: mtp[key] / vllm[key] for key in ("tps", "startup_s", "wall_s") if vllm[key]
+        }
     return out
 
 

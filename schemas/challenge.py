@@ -26,6 +26,17 @@ class PinnedFile(Contract):
 
 
 @dataclass(frozen=True)
+class DrafterPin(Contract):
+    """The challenge's speculative-decoding drafter (an MTP assistant): pinned like the
+    model, checked and mounted read-only at ``/drafter`` beside it."""
+
+    repo_id: str
+    revision: str
+    shipped: str | None = None
+    files: list[PinnedFile] | None = None
+
+
+@dataclass(frozen=True)
 class ModelPin(Contract):
     repo_id: str
     revision: str
@@ -34,6 +45,7 @@ class ModelPin(Contract):
     shipped: str | None = None
     files: list[PinnedFile] | None = None
     allowed_derived: list[str] | None = None
+    drafter: DrafterPin | None = None
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,11 @@ class VerifyingSandbox(ProcessRunner):
         super().prepare(intake, spec, on_log=on_log)
         return ImageFacts(id="sha256:" + "1" * 64, size_bytes=self.image_bytes or 1)
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
+    def start(
+        self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
+    ) -> EngineHandle:
         self.started = True
-        return super().start(spec, model_dir=model_dir, gpu=gpu)
+        return super().start(spec, model_dir=model_dir, gpu=gpu, drafter_dir=drafter_dir)
 
     def isolation(
         self, handle: EngineHandle, *, forbidden_paths: list[Path]

@@ -40,7 +40,10 @@ def _config_problems(desc: dict[str, Any]) -> list[str]:
     if host.get("Privileged"):
         problems.append("the container is privileged")
     for m in c.get("Mounts") or []:
-        if m.get("Type") == "bind" and (m.get("Destination") != "/model" or m.get("RW")):
+        # the pinned weights and the pinned drafter, read-only; nothing else from the host
+        if m.get("Type") == "bind" and (
+            m.get("Destination") not in ("/model", "/drafter") or m.get("RW")
+        ):
             problems.append(
                 f"unexpected mount {m.get('Source')} -> {m.get('Destination')} (rw={m.get('RW')})"
             )

@@ -47,7 +47,7 @@ from verifier.intake import Intake, intake
 from verifier.report import RunRecord, build_report, now_iso, sign_report, write_report
 from verifier.runners.base import EngineHandle, Runner
 from verifier.verdict import decide, missing_checks, required_checks
-from verifier.weights import pinned_model
+from verifier.weights import pinned_drafter, pinned_model
 
 LOG_TAIL = 4000
 
@@ -345,6 +345,8 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         )
         rec.heldout = run.sets.heldout_summary()
         model = run.timed("weights", lambda: pinned_model(spec))
+        drafter = pinned_drafter(spec)
+        drafter_dir = drafter.path if drafter else None
         renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
         rec.image = run.timed("rebuild", lambda: runner.prepare(opened, spec, on_log=run.ev.log))
         size = rec.image.size_bytes if rec.image else None
@@ -358,7 +360,10 @@ def _pipeline(run: _Run, workdir: Path) -> None:
                 )
             )
             return
-        handle = run.timed("start", lambda: runner.start(spec, model_dir=model.path, gpu=gpu))
+        handle = run.timed(
+            "start",
+            lambda: runner.start(spec, model_dir=model.path, gpu=gpu, drafter_dir=drafter_dir),
+        )
     except PodiumError as exc:
         stage = rec.stages[-1].name if rec.stages else "intake"
         run.fail(stage, str(exc))

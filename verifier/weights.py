@@ -13,7 +13,7 @@ from pathlib import Path
 
 from podium.canonical import sha256_file
 from podium.errors import HubError, PodiumError
-from schemas.challenge import ChallengeSpec
+from schemas.challenge import ChallengeSpec, PinnedFile
 from verifier.datasets import shipped_path
 
 
@@ -29,34 +29,48 @@ class PinnedModel:
 
 def pinned_model(spec: ChallengeSpec) -> PinnedModel:
     model = spec.model
-    if model.shipped:
-        path = shipped_path(f"{model.shipped}/model")
+    return _pinned(model.repo_id, model.revision, model.shipped, "model", model.files or [])
+
+
+def pinned_drafter(spec: ChallengeSpec) -> PinnedModel | None:
+    """The challenge's drafter, checked like the model; None when the spec pins none."""
+    drafter = spec.model.drafter
+    if drafter is None:
+        return None
+    return _pinned(
+        drafter.repo_id, drafter.revision, drafter.shipped, "drafter", drafter.files or []
+    )
+
+
+def _pinned(
+    repo_id: str, revision: str, shipped: str | None, kind: str, files: list[PinnedFile]
+) -> PinnedModel:
+    if shipped:
+        path = shipped_path(f"{shipped}/{kind}")
         if not path.is_dir():
             raise WeightsError(
-                f"the shipped model {model.shipped!r} is missing at {path}", hint="reinstall podium"
+                f"the shipped {kind} {shipped!r} is missing at {path}", hint="reinstall podium"
             )
     else:
         try:
             from huggingface_hub import snapshot_download
             from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-            path = Path(snapshot_download(model.repo_id, revision=model.revision))
+            path = Path(snapshot_download(repo_id, revision=revision))
         except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
             raise HubError(
-                f"could not fetch {model.repo_id}@{model.revision[:12]}: {exc}",
+                f"could not fetch {repo_id}@{revision[:12]}: {exc}",
                 hint="download the pinned revision into HF_HOME first (huggingface-cli download "
-                f"{model.repo_id} --revision {model.revision})",
+                f"{repo_id} --revision {revision})",
             ) from exc
-    checked = 0
-    for pinned in model.files or []:
+    for pinned in files:
         file = path / pinned.path
         if not file.is_file():
-            raise WeightsError(f"pinned weight file {pinned.path} is missing", where=str(file))
+            raise WeightsError(f"pinned {kind} file {pinned.path} is missing", where=str(file))
         if file.stat().st_size != pinned.size or sha256_file(file) != pinned.sha256:
             raise WeightsError(
-                f"weight file {pinned.path} does not match its pinned sha256",
+                f"{kind} file {pinned.path} does not match its pinned sha256",
                 hint="the verifier's copy was altered or is another revision; fetch it again",
                 where=str(file),
             )
-        checked += 1
-    return PinnedModel(path=path, checked_files=checked)
+    return PinnedModel(path=path, checked_files=len(files))

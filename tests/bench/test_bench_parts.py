@@ -90,6 +90,13 @@ def test_vllm_tiny_summary_takes_medians_per_engine_and_their_ratios() -> None:
     assert out["ratios_vllm_over_baseline"]["wall_s"] == 69.0 / 35.0
     assert out["vllm"]["verdicts"] == ["VERIFIED", "VERIFIED"]
     assert out["ppl_relative_difference"] == 0.0
+    assert "vllm-mtp" not in out and "ratios_mtp_over_vllm" not in out
+    mtp = {**run("vllm-mtp", 570.0, 23.4, 40.0, 72.0), "acceptance_rate": 0.75}
+    with_mtp = summary(
+        [run("baseline", 700.0, 23.4, 3.0, 34.0), run("vllm", 380.0, 23.4, 38.0, 68.0), mtp]
+    )
+    assert with_mtp["vllm-mtp"]["acceptance_rate"] == 0.75
+    assert with_mtp["ratios_mtp_over_vllm"]["tps"] == 570.0 / 380.0
 
 
 def test_http_clients_take_turns_and_ratios_are_taken_within_a_round() -> None:

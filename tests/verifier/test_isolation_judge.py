@@ -41,6 +41,16 @@ def test_closed_sandbox_passes_with_probe_evidence() -> None:
     assert "probe" in summary and details["probe"] == PROBE
 
 
+@pytest.mark.quiet("integrity.isolation")
+def test_the_pinned_drafter_mounted_read_only_beside_the_model_passes() -> None:
+    mounts = [
+        *CLOSED["container"]["Mounts"],
+        {"Type": "bind", "Source": "/srv/drafter", "Destination": "/drafter", "RW": False},
+    ]
+    status, _, details, _ = judge_isolation(_mutate(["container", "Mounts"], mounts), PROBE, [])
+    assert status == "pass", details
+
+
 def _mutate(path: list[str], value: Any) -> dict[str, Any]:
     desc = copy.deepcopy(CLOSED)
     node = desc
@@ -66,6 +76,11 @@ def _mutate(path: list[str], value: Any) -> dict[str, Any]:
         (
             ["container", "Mounts"],
             [{"Type": "bind", "Source": "/data", "Destination": "/data", "RW": False}],
+            "unexpected mount",
+        ),
+        (
+            ["container", "Mounts"],
+            [{"Type": "bind", "Source": "/srv/drafter", "Destination": "/drafter", "RW": True}],
             "unexpected mount",
         ),
     ],

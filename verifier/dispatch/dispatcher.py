@@ -66,16 +66,38 @@ class DispatchConfig:
 
 def default_model_volume(spec: ChallengeSpec, backend: JobsBackend) -> VolumeSpec:
     """Shipped models are host folders (local rehearsals); others the pinned Hub revision."""
-    if spec.model.shipped:
+    model = spec.model
+    return _weights_volume(spec, backend, model.repo_id, model.revision, model.shipped, "model")
+
+
+def default_drafter_volume(spec: ChallengeSpec, backend: JobsBackend) -> VolumeSpec | None:
+    """The challenge's pinned drafter, mounted beside the model; None when it has none."""
+    drafter = spec.model.drafter
+    if drafter is None:
+        return None
+    return _weights_volume(
+        spec, backend, drafter.repo_id, drafter.revision, drafter.shipped, "drafter"
+    )
+
+
+def _weights_volume(
+    spec: ChallengeSpec,
+    backend: JobsBackend,
+    repo_id: str,
+    revision: str,
+    shipped: str | None,
+    kind: str,
+) -> VolumeSpec:
+    if shipped:
         if not backend.local_volumes:
             raise PodiumError(
-                f"the shipped model of {spec.id!r} is not on the Hub; Jobs cannot mount it",
+                f"the shipped {kind} of {spec.id!r} is not on the Hub; Jobs cannot mount it",
                 hint="rehearse shipped-model challenges with --backend local",
             )
         from verifier.datasets import shipped_path
 
-        return VolumeSpec("local", str(shipped_path(f"{spec.model.shipped}/model")), "/model")
-    return VolumeSpec("model", spec.model.repo_id, "/model", revision=spec.model.revision)
+        return VolumeSpec("local", str(shipped_path(f"{shipped}/{kind}")), f"/{kind}")
+    return VolumeSpec("model", repo_id, f"/{kind}", revision=revision)
 
 
 class Dispatcher:
@@ -184,6 +206,7 @@ class Dispatcher:
         labels = {J.LABEL_REQUEST: rid, J.LABEL_ATTEMPT: str(attempt), "podium.group": group}
         manifest = opened.manifest
         model = (cfg.model_volume or (lambda s: default_model_volume(s, cfg.backend)))(spec)
+        drafter = default_drafter_volume(spec, cfg.backend)
         server_spec = JobSpec(
             image=ref,
             command=image["command"],
@@ -194,9 +217,10 @@ class Dispatcher:
                 "PORT": str(manifest.engine.port),
                 "SERVED_MODEL_NAME": manifest.engine.served_model_name or "model",
                 "HF_HUB_OFFLINE": "1",
+                **({"DRAFTER_PATH": drafter.mount_path} if drafter else {}),
             },
             labels={**labels, J.LABEL_ROLE: "server"},
-            volumes=[model],
+            volumes=[model, *([drafter] if drafter else [])],
             network_group=group,
             network_aliases=[ENGINE_ALIAS],
             timeout_s=cfg.job_timeout_s,

@@ -53,6 +53,16 @@ class ImageFacts:
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
+    @classmethod
+    def of(cls, image: dict[str, Any]) -> ImageFacts:
+        """From an image builder's record (``submission.build.build_engine_image``)."""
+        return cls(
+            id=image.get("id"),
+            base_image=image.get("base_image"),
+            size_bytes=image.get("size_bytes"),
+            build_seconds=image.get("build_seconds"),
+        )
+
 
 class Runner(Protocol):
     info: RunnerInfo
@@ -67,8 +77,12 @@ class Runner(Protocol):
         """Build whatever must exist before start (an image) from intake's result."""
         ...
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
-        """Start the engine with the verifier's pinned weights; return once it is spawned."""
+    def start(
+        self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
+    ) -> EngineHandle:
+        """Start the engine with the verifier's pinned weights (and the challenge's pinned
+        drafter, when it has one: read-only, its path in ``DRAFTER_PATH``); return once it
+        is spawned."""
         ...
 
     def isolation(

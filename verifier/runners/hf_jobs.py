@@ -45,15 +45,11 @@ class HfJobsRunner:
         self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
     ) -> ImageFacts:
         on_log(f"hf-jobs runner: the engine runs in server job {self.facts.get('server_job')}")
-        image = self.facts.get("image") or {}
-        return ImageFacts(
-            id=image.get("id"),
-            base_image=image.get("base_image"),
-            size_bytes=image.get("size_bytes"),
-            build_seconds=image.get("build_seconds"),
-        )
+        return ImageFacts.of(self.facts.get("image") or {})
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
+    def start(
+        self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
+    ) -> EngineHandle:
         return EngineHandle(
             base_url=self.server_url,
             is_alive=lambda: True,  # the server job's stage is the dispatcher's to watch

@@ -131,14 +131,11 @@ class LocalDockerRunner:
             on_log=on_log,
         )
         self.image_id = image["id"]
-        return ImageFacts(
-            id=image["id"],
-            base_image=image.get("base_image"),
-            size_bytes=image.get("size_bytes"),
-            build_seconds=image.get("build_seconds"),
-        )
+        return ImageFacts.of(image)
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
+    def start(
+        self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
+    ) -> EngineHandle:
         assert self.image_id is not None and self.manifest is not None, "prepare() first"
         client = self._client()
         docker = require("docker", extra="docker")
@@ -156,6 +153,10 @@ class LocalDockerRunner:
                 "SERVED_MODEL_NAME": self.manifest.engine.served_model_name or "model",
                 "HF_HUB_OFFLINE": "1",
             }
+            volumes = {str(model_dir): {"bind": "/model", "mode": "ro"}}
+            if drafter_dir is not None:
+                env["DRAFTER_PATH"] = "/drafter"
+                volumes[str(drafter_dir)] = {"bind": "/drafter", "mode": "ro"}
             limits = spec.limits
             want_gpu = gpu if self.gpu is None else self.gpu
             kwargs: dict[str, Any] = {
@@ -169,7 +170,7 @@ class LocalDockerRunner:
                 "cap_drop": ["ALL"],
                 "security_opt": ["no-new-privileges"],
                 "pids_limit": limits.pids or 1024,
-                "volumes": {str(model_dir): {"bind": "/model", "mode": "ro"}},
+                "volumes": volumes,
                 "shm_size": "8g" if want_gpu else "256m",
                 "detach": True,
             }

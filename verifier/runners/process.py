@@ -79,7 +79,9 @@ class ProcessRunner:
         on_log(f"process runner: engine code from {engine_dir}")
         return ImageFacts()
 
-    def start(self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool) -> EngineHandle:
+    def start(
+        self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
+    ) -> EngineHandle:
         port = free_port()
         log_path = self._logdir / f"engine-{port}.log"
         env = {**os.environ, **self.env}
@@ -87,6 +89,8 @@ class ProcessRunner:
             env["PYTHONPATH"] = str(self.engine_root)
         else:  # podium's own shipped engine package
             env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        if drafter_dir is not None:
+            env["DRAFTER_PATH"] = str(drafter_dir)
         cmd = [
             sys.executable,
             "-m",
