@@ -80,6 +80,9 @@ def make_config(hub: FakeHub, tmp: Path, keypair: KeyPair, queue: HubQueue) -> D
         poll_s=0.2,
         build=fake_build,
         model_volume=lambda spec: VolumeSpec("model", "org/tiny", "/model", revision="0" * 40),
+        drafter_volume=lambda spec: VolumeSpec(
+            "model", "org/tiny-drafter", "/drafter", revision="1" * 40
+        ),
     )
 
 
@@ -104,6 +107,10 @@ def test_dispatch_runs_a_server_and_a_harness_job_per_request(
         assert "secrets" not in s and "HF_TOKEN" not in s["environment"]
         assert s["network"] == {"group": res["jobs"]["network_group"], "aliases": ["engine"]}
         assert s["labels"][J.LABEL_REQUEST] == req.request_id
+        served = {v["mountPath"]: v for v in s["volumes"]}
+        assert set(served) == {"/model", "/drafter"}
+        assert served["/drafter"]["source"] == "org/tiny-drafter" and served["/drafter"]["readOnly"]
+        assert s["environment"]["DRAFTER_PATH"] == "/drafter"
         assert h["flavor"] == "cpu-upgrade" and set(h["secrets"]) == {"PODIUM_SIGNING_KEY"}
         assert h["network"]["group"] == s["network"]["group"]
         mounts = {v["mountPath"]: v for v in h["volumes"]}

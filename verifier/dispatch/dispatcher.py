@@ -60,6 +60,8 @@ class DispatchConfig:
     dispatcher_id: str = field(default_factory=default_identity)
     spec_for: Callable[[str], ChallengeSpec] = load_challenge
     model_volume: Callable[[ChallengeSpec], VolumeSpec] | None = None
+    #: the challenge's pinned drafter (None: it has none); default: as the model's
+    drafter_volume: Callable[[ChallengeSpec], VolumeSpec | None] | None = None
     #: rebuilds the participant's image: (bundle root, manifest, spec, tag) -> image facts
     build: Callable[..., dict[str, Any]] | None = None
 
@@ -206,7 +208,7 @@ class Dispatcher:
         labels = {J.LABEL_REQUEST: rid, J.LABEL_ATTEMPT: str(attempt), "podium.group": group}
         manifest = opened.manifest
         model = (cfg.model_volume or (lambda s: default_model_volume(s, cfg.backend)))(spec)
-        drafter = default_drafter_volume(spec, cfg.backend)
+        drafter = (cfg.drafter_volume or (lambda s: default_drafter_volume(s, cfg.backend)))(spec)
         server_spec = JobSpec(
             image=ref,
             command=image["command"],
