@@ -159,25 +159,31 @@ fetch_wheels() {
 }
 
 build_engine_base() {
-    local hash=$1 tag=$2 ctx t0
+    local hash=$1 tag=$2 ctx
     ctx=$CACHE/build/engine-base
     rm -rf "$ctx"
     mkdir -p "$ctx"
     cp "$IMAGES_DIR/engine-base/Dockerfile" "$IMAGES_DIR/engine-base/requirements.txt" "$ctx/"
     fetch_wheels "$ctx/requirements.txt" "$ctx/wheels"
+    build_from_context engine-base "$ctx" "$hash" "$tag" "$ENGINE_ALIAS" "$ENGINE_REPO"
+}
+
+# Build image $4 (also tagged $5) from context $2 on $BASE_IMAGE, labelled with input hash $3;
+# its log goes to $CACHE/build/$1.log. Keep only the last build: drop the tags of repository
+# $6 that older inputs left.
+build_from_context() {
+    local name=$1 ctx=$2 hash=$3 tag=$4 alias=$5 repo=$6 t0 old
     log "build context: $(du -sh "$ctx" | cut -f1)"
     t0=$(now)
     DOCKER_BUILDKIT=0 docker build --quiet --rm --force-rm \
         --build-arg "BASE_IMAGE=$BASE_IMAGE" \
         --label "$LABEL=$hash" \
-        -t "$tag" -t "$ENGINE_ALIAS" "$ctx" >/dev/null 2>"$CACHE/build/engine-base.log" \
-        || { tail -n 40 "$CACHE/build/engine-base.log" >&2; die "docker build of $tag failed"; }
+        -t "$tag" -t "$alias" "$ctx" >/dev/null 2>"$CACHE/build/$name.log" \
+        || { tail -n 40 "$CACHE/build/$name.log" >&2; die "docker build of $tag failed"; }
     log "step docker build took $(since "$t0")"
     rm -rf "$ctx"
-    # Keep only the last build: drop engine-base tags of older inputs.
-    local old
-    for old in $(docker image ls --format '{{.Repository}}:{{.Tag}}' "$ENGINE_REPO"); do
-        [[ $old == "$tag" || $old == "$ENGINE_ALIAS" ]] && continue
+    for old in $(docker image ls --format '{{.Repository}}:{{.Tag}}' "$repo"); do
+        [[ $old == "$tag" || $old == "$alias" ]] && continue
         docker image rm "$old" >/dev/null 2>&1 && log "removed old $old" || true
     done
     docker image prune --force --filter "label=$LABEL" >/dev/null 2>&1 || true
@@ -208,7 +214,7 @@ fetch_debs() {
 }
 
 build_vllm_cpu() {
-    local hash=$1 tag=$2 ctx t0 old
+    local hash=$1 tag=$2 ctx
     ctx=$CACHE/build/vllm-cpu
     rm -rf "$ctx"
     mkdir -p "$ctx"
@@ -216,20 +222,7 @@ build_vllm_cpu() {
         "$IMAGES_DIR/vllm-cpu/debs.txt" "$ctx/"
     fetch_wheels "$ctx/requirements.txt" "$ctx/wheels"
     fetch_debs "$ctx/debs.txt" "$ctx/debs"
-    log "build context: $(du -sh "$ctx" | cut -f1)"
-    t0=$(now)
-    DOCKER_BUILDKIT=0 docker build --quiet --rm --force-rm \
-        --build-arg "BASE_IMAGE=$BASE_IMAGE" \
-        --label "$LABEL=$hash" \
-        -t "$tag" -t "$VLLM_ALIAS" "$ctx" >/dev/null 2>"$CACHE/build/vllm-cpu.log" \
-        || { tail -n 40 "$CACHE/build/vllm-cpu.log" >&2; die "docker build of $tag failed"; }
-    log "step docker build took $(since "$t0")"
-    rm -rf "$ctx"
-    for old in $(docker image ls --format '{{.Repository}}:{{.Tag}}' "$VLLM_REPO"); do
-        [[ $old == "$tag" || $old == "$VLLM_ALIAS" ]] && continue
-        docker image rm "$old" >/dev/null 2>&1 && log "removed old $old" || true
-    done
-    docker image prune --force --filter "label=$LABEL" >/dev/null 2>&1 || true
+    build_from_context vllm-cpu "$ctx" "$hash" "$tag" "$VLLM_ALIAS" "$VLLM_REPO"
 }
 
 # podium/vllm-cpu: rebuilt only when engines/images/vllm-cpu or the base changed.
