@@ -21,21 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from knob_samples import PUBLISHED
 
 from engines.vllm_launcher.proxy import ReadinessProxy
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_VLLM = Path(__file__).with_name("fake_vllm.py")
-PUBLISHED = {
-    "SLIDING_WINDOW": 188,
-    "CENTROID_TOP_K": 49,
-    "WARMUP_BRIDGE": 1,
-    "WARMUP_NUM_PROMPTS": 64,
-    "PRECACHE_BENCH": 0,
-    "SPECULATIVE_CONFIG": {"method": "mtp", "num_speculative_tokens": 7},
-    "MAX_MODEL_LEN": 4096,
-    "GPU_MEMORY_UTILIZATION": 0.90,
-}
 
 
 def option(argv: list[str], name: str) -> str:
