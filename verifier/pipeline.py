@@ -344,8 +344,7 @@ def _pipeline(run: _Run, workdir: Path) -> None:
             "data", lambda: evaluation_sets(spec, heldout=req.heldout, public=req.self_check)
         )
         rec.heldout = run.sets.heldout_summary()
-        model = run.timed("weights", lambda: pinned_model(spec))
-        drafter = pinned_drafter(spec)
+        model, drafter = run.timed("weights", lambda: (pinned_model(spec), pinned_drafter(spec)))
         drafter_dir = drafter.path if drafter else None
         renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
         rec.image = run.timed("rebuild", lambda: runner.prepare(opened, spec, on_log=run.ev.log))
