@@ -1,4 +1,4 @@
-"""``podium submission``: init, validate, freeze, package, inspect, import, push, selfcheck.
+"""``podium submission``: init, validate, freeze, package, inspect, import, push, selfcheck, sweep.
 
 Each command is wiring over a function of the ``submission`` package, and each ends by
 saying what to do next. Exit codes: 0 ok, 1 findings, 2 usage, 3 could not evaluate
@@ -486,6 +486,184 @@ def selfcheck_cmd(
             source=source,
         )
     )
+
+
+def _pipeline_measure(spec: ChallengeSpec, runner: LocalRunner) -> Any:
+    """One point of a sweep: the pipeline ``selfcheck`` runs (public prompts, unsigned);
+    for the held-out runs that give the margin, the pipeline ``verify`` runs (the
+    challenge's own held-out set, unsigned)."""
+    from podium.cli.verify_cmd import make_runner, reference_runner
+    from verifier.pipeline import Events, VerifyRequest, verify
+
+    class Forward(Events):
+        def __init__(self, to: Any) -> None:
+            self.to = to
+
+        def stage(self, name: str, status: str, note: str = "") -> None:
+            self.to.stage(name, status, note)
+
+        def progress(self, stage: str, done: int, total: int) -> None:
+            self.to.progress(stage, done, total)
+
+        def log(self, line: str) -> None:
+            self.to.log(line)
+
+    def measure(bundle: Path, out: Path, heldout: bool, events: Any) -> dict[str, Any]:
+        req = VerifyRequest(
+            bundle=bundle,
+            spec=spec,
+            runner=make_runner(runner.value),
+            out_dir=out,
+            self_check=not heldout,
+            reference=reference_runner,
+        )
+        return verify(req, Forward(events)).report
+
+    return measure
+
+
+def _need_sweep_extra(search: bool) -> None:
+    import importlib.util
+
+    missing = [
+        m
+        for m in (["optuna"] if search else []) + ["matplotlib"]
+        if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        raise UsageError(
+            f"the sweep needs {' and '.join(missing)}, which are not installed",
+            hint="pip install 'podium[sweep]'",
+        )
+
+
+@app.command("sweep")
+def sweep_cmd(
+    directory: DirArg,
+    knob: Annotated[
+        list[str],
+        typer.Option(
+            "--knob",
+            help="NAME=V1,V2,... (JSON values; none unsets the knob) or NAME=LO..HI[:STEP]; "
+            "repeat for a grid.",
+        ),
+    ],
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search",
+            help="Let optuna choose the points within a budget: N points or Nm minutes.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the order (and of the search).")] = 0,
+    baseline_every: Annotated[
+        int, typer.Option(help="Measure the directory's own config again after every N points.")
+    ] = 1,
+    margin: Annotated[
+        float | None,
+        typer.Option(
+            help="PPL kept under the cap (default: measured on the held-out set, "
+            "from the front's points)."
+        ),
+    ] = None,
+    remeasure: Annotated[
+        bool, typer.Option("--remeasure", help="Measure every point again (a new round).")
+    ] = False,
+    challenge: ChallengeOpt = None,
+    runner: LocalRunnerOpt = LocalRunner.local_docker,
+    out: Annotated[Path, out_option("Folder for the sweep's file, runs, plot and answer")] = Path(
+        "out/sweep"
+    ),
+    base_digest: BaseDigestOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure DIR with its knobs changed, point by point, and recommend the fastest safe one.
+
+    Each point runs the organizers' pipeline as selfcheck does (SELF-REPORTED), in a seeded
+    random order, with DIR's own config re-measured between points. OUT/sweep.jsonl gets
+    one line per run; run the same command again to resume (only what is left is
+    measured). Then the Pareto front's points run once on the held-out set, which gives
+    the margin; OUT/recommended.podium.toml and .diff hold the answer, OUT/sweep.png the
+    picture. Exit 0 with a recommendation, 1 when no point passes.
+
+    Examples:
+
+      podium submission sweep examples/tiny-vllm --knob SLIDING_WINDOW=16,32,none
+
+      podium submission sweep my-entry --knob SLIDING_WINDOW=8..64 --search 10 -o out/s2
+
+      podium submission sweep my-entry --knob MAX_MODEL_LEN=1024,2048 --runner process --json
+    """
+    from submission.config import load_config
+    from submission.sweep import Budget, SweepEvents, SweepRequest, run_sweep
+    from submission.sweep_plan import parse_knob
+
+    set_json(json_out)
+    _need_sweep_extra(search is not None)
+    cfg, problems = load_config(directory)
+    if cfg is None:
+        _finish({"directory": str(directory)}, problems, "")
+    assert cfg is not None
+    spec = resolve_challenge(challenge, cfg.challenge)
+    req = SweepRequest(
+        directory=directory,
+        out=out,
+        spec=spec,
+        knobs=[parse_knob(k) for k in knob],
+        seed=seed,
+        baseline_every=baseline_every,
+        search=Budget.parse(search) if search is not None else None,
+        margin=margin,
+        remeasure=remeasure,
+        base_digest=base_digest,
+    )
+    measure = _pipeline_measure(spec, runner)
+    if json_mode():
+        result = run_sweep(req, measure, SweepEvents())
+    else:
+        from submission.sweep_live import LiveSweep
+
+        con = console()
+        con.print(
+            f"sweeping {markup(directory)} on {spec.id} {spec.version} (self-check on the "
+            f"public prompts; runner {runner.value}; results in {markup(out / 'sweep.jsonl')})"
+        )
+        with LiveSweep(con) as live:
+            result = run_sweep(req, measure, live)
+
+    def human(con: Console) -> None:
+        from submission.sweep_live import answer_table
+
+        a = result.answer
+        con.print(answer_table(a))
+        d = a.drift
+        if d.get("baseline_tps"):
+            con.print(
+                f"baseline TPS over the sweep: {d['min']:.1f} .. {d['max']:.1f} "
+                f"(spread {d['spread']:.1%} of the median, {len(d['baseline_tps'])} runs)"
+            )
+        for line in a.lines:
+            con.print(text(line))
+        if result.diff is not None:
+            diff = result.diff.read_text(encoding="utf-8")
+            con.print(f"the podium.toml change ({markup(result.diff)}):")
+            con.print(text(diff.rstrip() or "  (none: keep the config you have)", "dim"))
+        for note in result.notes:
+            con.print(text(f"note: {note}"))
+        if result.plot is not None:
+            con.print(f"plot: {markup(result.plot)}")
+        if result.recommendation is not None:
+            con.print(
+                f"next: cp {markup(_q(result.recommendation))} "
+                f"{markup(_q(directory / 'podium.toml'))}, "
+                f"then `podium submission package {markup(_q(directory))}`"
+            )
+        else:
+            con.print("next: widen the knobs' values, or fix the failing checks above")
+
+    emit(result.to_dict(), human)
+    if result.answer.recommended is None:
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def register(root: typer.Typer) -> None:

@@ -1,0 +1,268 @@
+"""``podium submission sweep``: the participant's tuning loop, measured as the organizers measure.
+
+Each point is the directory with some ``[engine.config]`` knobs changed, packaged like
+``selfcheck`` packages it and run through the organizers' pipeline on the public prompts
+(``measure``: the CLI hands in ``verifier.pipeline.verify``, since ``submission`` never
+imports the verifier). The results are SELF-REPORTED.
+
+The points run in a seeded random order, with the directory's own config (the baseline)
+measured before the first, after every ``baseline_every`` points and at the end, so that a
+machine whose speed drifts shows it, and each point is also read against the baselines
+beside it. Each measurement is appended to ``OUT/sweep.jsonl`` as it ends; a sweep run
+again measures only the points that file lacks (``remeasure`` measures them all again).
+Then the front's points are measured once on the held-out set, which gives the margin
+(``submission.sweep_answer``), and the recommendation is written as a ``podium.toml``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from podium.errors import UsageError
+from schemas.challenge import ChallengeSpec
+from schemas.findings import errors_in
+from submission.sweep_answer import Answer, answer, given_margin, measured_margin
+from submission.sweep_plan import BASELINE, Knob, Point, grid, order, schedule
+from submission.sweep_points import config_diff, materialise, point_toml, read_config
+from submission.sweep_store import Measurement, SweepFile, append, measurement_of, open_sweep
+
+SWEEP_FILE = "sweep.jsonl"
+#: ``(bundle, out_dir, heldout, events) -> report document``: one run of the pipeline
+Measure = Callable[[Path, Path, bool, Any], dict[str, Any]]
+
+
+class SweepEvents:
+    """What a display hears about a sweep; also the pipeline's events for the current run."""
+
+    def plan(self, total: int, done: int) -> None: ...
+    def begin(self, point: Point, role: str) -> None: ...
+    def end(self, m: Measurement, sweep: SweepFile) -> None: ...
+    def stage(self, name: str, status: str, note: str = "") -> None: ...
+    def progress(self, stage: str, done: int, total: int) -> None: ...
+    def log(self, line: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``--search N`` (points) or ``--search Nm`` (minutes of measuring)."""
+
+    points: int | None = None
+    minutes: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Budget:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(m|min|minutes?)?\s*", text)
+        if not m or float(m[1]) <= 0:
+            raise UsageError(
+                f"--search {text!r} is not a budget", hint="--search 12 (points) or --search 30m"
+            )
+        return cls(minutes=float(m[1])) if m[2] else cls(points=int(float(m[1])))
+
+
+@dataclass
+class SweepRequest:
+    directory: Path
+    out: Path
+    spec: ChallengeSpec
+    knobs: list[Knob]
+    seed: int = 0
+    baseline_every: int = 1
+    search: Budget | None = None
+    #: None: measure the margin on the held-out set; else this many PPL units
+    margin: float | None = None
+    remeasure: bool = False
+    base_digest: str | None = None
+
+
+@dataclass
+class SweepResult:
+    file: Path
+    answer: Answer
+    measured: int
+    recommendation: Path | None = None
+    diff: Path | None = None
+    plot: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": str(self.file),
+            "measured_now": self.measured,
+            "recommendation": str(self.recommendation) if self.recommendation else None,
+            "diff": str(self.diff) if self.diff else None,
+            "plot": str(self.plot) if self.plot else None,
+            "notes": self.notes,
+            **self.answer.to_dict(),
+        }
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Sweeper:
+    """Runs measurements of one sweep and records each as it ends."""
+
+    def __init__(self, req: SweepRequest, measure: Measure, events: SweepEvents) -> None:
+        self.req, self.measure, self.ev = req, measure, events
+        self.text, self.base = read_config(req.directory)
+        self.file = req.out / SWEEP_FILE
+        self.sweep = open_sweep(
+            self.file,
+            directory=req.directory,
+            challenge=req.spec.id,
+            base_config=self.base,
+            started=now_iso(),
+            remeasure=req.remeasure,
+        )
+        self.measured = 0
+
+    def check(self, point: Point) -> None:
+        """Fail before anything runs when a point cannot be written exactly."""
+        point_toml(self.req.directory, point)
+
+    def run(self, point: Point, role: str) -> Measurement:
+        from submission.bundle import package
+
+        self.ev.begin(point, role)
+        seq = self.sweep.next_seq
+        pdir = self.req.out / "points" / point.id
+        t0 = time.monotonic()
+        src = materialise(self.req.directory, point, pdir / "src", skip=self.req.out)
+        packaged = package(
+            src,
+            pdir / "dist",
+            challenge=self.req.spec,
+            base_digest=self.req.base_digest,
+            build=False,
+            force=True,
+        )
+        if errors_in(packaged.findings) or packaged.bundle is None:
+            errors = errors_in(packaged.findings)
+            report: dict[str, Any] = {
+                "verdict": "INVALID",
+                "findings": [f.to_dict() for f in errors],
+            }
+            report_path = None
+        else:
+            run_dir = pdir / f"run-{seq}"
+            report = self.measure(packaged.bundle.path, run_dir, role == "heldout", self.ev)
+            report_path = run_dir / "report.json"
+        m = measurement_of(
+            report,
+            seq=seq,
+            role=role,
+            point=point,
+            seconds=time.monotonic() - t0,
+            report_path=report_path,
+            round_=self.sweep.round,
+            ended=now_iso(),
+        )
+        append(self.file, m.to_dict())
+        self.sweep.measurements.append(m)
+        self.measured += 1
+        self.ev.end(m, self.sweep)
+        return m
+
+    def run_schedule(self, plan: list[Point]) -> None:
+        self.ev.plan(len(plan), 0)
+        for point in plan:
+            self.run(point, "baseline" if point == BASELINE else "point")
+
+    def answer(self) -> Answer:
+        cap = self.req.spec.quality.cap
+        margin = given_margin(self.req.margin) if self.req.margin is not None else None
+        if margin is None:
+            first = answer(self.sweep.measurements, cap, given_margin(0.0))
+            pairs = [
+                (c.label, float(c.ppl), float(c.heldout_ppl))
+                for c in first.candidates
+                if c.point in first.front and c.ppl is not None and c.heldout_ppl is not None
+            ]
+            margin = measured_margin(pairs)
+        return answer(self.sweep.measurements, cap, margin)
+
+    def measure_heldout(self) -> None:
+        """The front's points, once each on the held-out set (for the margin)."""
+        if self.req.margin is not None:
+            return
+        first = answer(self.sweep.measurements, self.req.spec.quality.cap, given_margin(0.0))
+        done = self.sweep.done("heldout")
+        todo = [c for c in first.candidates if c.point in first.front and _key(c) not in done]
+        if todo:
+            self.ev.plan(len(todo), 0)
+        for c in todo:
+            self.run(Point.of(c.changes), "heldout")
+
+
+def _key(c: Any) -> str:
+    return Point.of(c.changes).key
+
+
+def heldout_available(spec: ChallengeSpec) -> bool:
+    return spec.datasets.ppl_heldout is not None and spec.datasets.heldout_prompts is not None
+
+
+def run_sweep(
+    req: SweepRequest, measure: Measure, events: SweepEvents | None = None
+) -> SweepResult:
+    ev = events or SweepEvents()
+    if req.margin is None and not heldout_available(req.spec):
+        raise UsageError(
+            f"the {req.spec.id} challenge ships no held-out set to measure the margin on",
+            hint="give the margin yourself: --margin PPL (e.g. the spread you expect)",
+        )
+    sweeper = Sweeper(req, measure, ev)
+    if req.search is not None:
+        from submission.sweep_search import search
+
+        search(sweeper, req.knobs, req.search, seed=req.seed, baseline_every=req.baseline_every)
+    else:
+        points = order(grid(req.knobs, sweeper.base), req.seed)
+        for point in points:
+            sweeper.check(point)
+        done = sweeper.sweep.done("point")
+        todo = [p for p in points if p.key not in done]
+        need_baseline = "baseline" not in {m.role for m in sweeper.sweep.in_round()}
+        plan = schedule(todo, baseline_every=req.baseline_every, start_with_baseline=True)
+        if not plan and need_baseline:
+            plan = [BASELINE]
+        sweeper.run_schedule(plan)
+    sweeper.measure_heldout()
+    return finish(sweeper)
+
+
+def finish(sweeper: Sweeper) -> SweepResult:
+    req = sweeper.req
+    result = SweepResult(sweeper.file, sweeper.answer(), sweeper.measured)
+    best = result.answer.candidate(result.answer.recommended)
+    if best is not None:
+        point = Point.of(best.changes)
+        result.recommendation = req.out / "recommended.podium.toml"
+        result.recommendation.write_text(point_toml(req.directory, point), encoding="utf-8")
+        result.diff = req.out / "recommended.diff"
+        result.diff.write_text(config_diff(req.directory, point), encoding="utf-8")
+    try:
+        from submission.sweep_plot import plot
+    except ImportError:  # the sweep extra's matplotlib
+        result.notes.append("no plot: pip install 'podium[sweep]' (matplotlib)")
+    else:
+        result.plot = plot(result.answer, req.out / "sweep.png", title=_title(req))
+    (req.out / "answer.json").write_text(_json(result.to_dict()), encoding="utf-8")
+    return result
+
+
+def _title(req: SweepRequest) -> str:
+    return f"{req.directory.name} on {req.spec.id} (self-reported, public prompts)"
+
+
+def _json(doc: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"

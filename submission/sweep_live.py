@@ -1,0 +1,210 @@
+"""What a person sees while a sweep runs, and the table it ends with.
+
+On a terminal: a live table (one row per measurement: knobs, PPL, TPS with its 95 %
+interval, TPS relative to the baselines beside it, verdict, failing check ids), a bar over
+the measurements planned, the ETA, and the current run's stage. Elsewhere (a pipe, CI):
+one plain line per measurement, nothing redrawn. With ``--json`` nothing at all.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, ClassVar
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from podium.untrusted import text
+from submission.sweep import SweepEvents
+from submission.sweep_answer import Answer, Candidate, relative
+from submission.sweep_plan import Point
+from submission.sweep_store import Measurement, SweepFile
+
+_STYLE = {
+    "SELF-REPORTED": "green",
+    "VERIFIED": "green",
+    "UNOFFICIAL": "yellow",
+    "REJECTED": "red",
+    "FAILED": "magenta",
+    "INVALID": "red",
+}
+
+
+def label_of(verdict: str, role: str) -> str:
+    """Public runs are self-checks: SELF-REPORTED whatever they measured, if they passed."""
+    if role != "heldout" and verdict in ("VERIFIED", "UNOFFICIAL"):
+        return "SELF-REPORTED"
+    return verdict
+
+
+def fmt_ppl(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f}"
+
+
+def fmt_tps(tps: float | None, ci: list[float] | None) -> str:
+    if tps is None:
+        return "-"
+    return f"{tps:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else f"{tps:.1f}"
+
+
+def fmt_rel(rel: float | None, ci: list[float] | None = None) -> str:
+    if rel is None:
+        return "-"
+    return f"{rel:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{rel:.3f}x"
+
+
+def measurement_row(m: Measurement, sweep: SweepFile) -> list[str]:
+    rel, ci = relative(m, sweep.measurements) if m.role == "point" else (None, None)
+    return [
+        str(m.seq),
+        m.role,
+        Point.of(m.changes).label(),
+        fmt_ppl(m.ppl),
+        fmt_tps(m.tps, m.tps_ci95),
+        fmt_rel(rel, ci),
+        label_of(m.verdict, m.role),
+        " ".join(m.failing),
+    ]
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]], styles: list[str]) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row, style in zip(rows, styles, strict=True):
+        cells = [text(c) for c in row]
+        cells[-2].stylize(style)
+        table.add_row(*cells)
+    return table
+
+
+class LiveSweep(SweepEvents):
+    COLUMNS: ClassVar[list[str]] = [
+        "#",
+        "run",
+        "knobs",
+        "PPL",
+        "TPS [95 %]",
+        "vs baseline",
+        "verdict",
+        "failing",
+    ]
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.live_mode = console.is_terminal
+        self.sweep: SweepFile | None = None
+        self.rows: list[Measurement] = []
+        self.seconds: list[float] = []
+        self.current = ""
+        self.stage_name = ""
+        self.t0 = time.monotonic()
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            console=console,
+        )
+        self.task = self.bar.add_task("measurements", total=None, eta="")
+        self.live: Live | None = None
+
+    def __enter__(self) -> LiveSweep:
+        if self.live_mode:
+            self.live = Live(console=self.console, get_renderable=self.render, refresh_per_second=4)
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def render(self) -> Any:
+        table = self._rows_table()
+        now = Text.assemble(("now: ", "dim"), text(self.current), ("  " + self.stage_name, "dim"))
+        return Group(table, self.bar, now) if self.current else Group(table, self.bar)
+
+    def _rows_table(self) -> Table:
+        sweep = self.sweep
+        rows = [measurement_row(m, sweep) for m in self.rows] if sweep else []
+        styles = [_STYLE.get(label_of(m.verdict, m.role), "") for m in self.rows]
+        return _table("sweep", self.COLUMNS, rows, styles)
+
+    def _eta(self, remaining: int) -> str:
+        if not self.seconds or remaining <= 0:
+            return ""
+        left = statistics.fmean(self.seconds) * remaining
+        return f"ETA {int(left // 60)} min {int(left % 60):02d} s"
+
+    def plan(self, total: int, done: int) -> None:
+        task = self.bar.tasks[0]
+        self.bar.update(self.task, total=(task.total or 0) + total, completed=task.completed)
+        if not self.live_mode:
+            self.console.print(f"sweep: {total} measurement(s) to run", highlight=False)
+
+    def begin(self, point: Point, role: str) -> None:
+        self.current = f"{role} {point.label()}"
+        self.stage_name = ""
+
+    def end(self, m: Measurement, sweep: SweepFile) -> None:
+        self.sweep = sweep
+        self.rows.append(m)
+        self.seconds.append(m.seconds)
+        self.current = ""
+        task = self.bar.tasks[0]
+        self.bar.advance(self.task)
+        remaining = int((task.total or 0) - task.completed)
+        self.bar.update(self.task, eta=self._eta(remaining))
+        if not self.live_mode:
+            row = measurement_row(m, sweep)
+            eta = self._eta(remaining)
+            self.console.print(
+                text(
+                    f"  #{row[0]} {row[1]:<8} {row[2]}: PPL {row[3]}, TPS {row[4]}, "
+                    f"{row[6]}{' ' + row[7] if row[7] else ''} ({m.seconds:.0f} s)"
+                    + (f"; {eta}" if eta else "")
+                ),
+                highlight=False,
+            )
+
+    def stage(self, name: str, status: str, note: str = "") -> None:
+        self.stage_name = f"{name} {status}"
+
+
+def candidate_row(c: Candidate, answer: Answer) -> list[str]:
+    marks = []
+    if c.point in answer.front:
+        marks.append("front")
+    if c.point == answer.recommended:
+        marks.append("recommended")
+    held = "-" if c.heldout_ppl is None else f"{c.heldout_ppl:.4f}"
+    return [
+        c.label,
+        fmt_ppl(c.ppl),
+        held,
+        fmt_tps(c.tps, c.tps_ci95),
+        fmt_rel(c.rel, c.rel_ci95),
+        label_of(c.verdict, "point"),
+        " ".join(c.failing) or ", ".join(marks),
+    ]
+
+
+def answer_table(answer: Answer) -> Table:
+    columns = [
+        "point",
+        "PPL",
+        "held-out PPL",
+        "TPS [95 %]",
+        "vs baseline",
+        "verdict",
+        "failing / mark",
+    ]
+    ranked = sorted(answer.candidates, key=lambda c: (not c.passed, -(c.rel or 0.0)))
+    rows = [candidate_row(c, answer) for c in ranked]
+    styles = [_STYLE.get(label_of(c.verdict, "point"), "") for c in ranked]
+    return _table("the points, fastest passing first", columns, rows, styles)

@@ -1,0 +1,202 @@
+"""What a sweep measures: the knobs it varies, the points they make, the order they run in.
+
+``--knob NAME=V1,V2,...`` gives a knob its values; each value is JSON (``16``, ``true``,
+``{"method": "mtp", "num_speculative_tokens": 3}``), a bare word (a string), or ``none``
+(the knob is removed: the engine's own default). ``LO..HI`` is an integer (or float)
+range: for ``--search`` a range to draw from, for a grid the integers from LO to HI, or
+``LO..HI:STEP``. A point is the directory's own ``[engine.config]`` with some knobs
+changed; its key is the canonical JSON of the changes, so the same point is always found
+again under the same key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from podium.errors import UsageError
+
+#: the value of a knob that the point removes from the config
+UNSET = "none"
+_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_RANGE = re.compile(r"^(-?[0-9.]+)\.\.(-?[0-9.]+)(?::([0-9.]+))?$")
+
+
+@dataclass(frozen=True)
+class Range:
+    """A numeric range for ``--search`` (``step`` set: also a grid)."""
+
+    low: float
+    high: float
+    step: float | None = None
+
+    @property
+    def is_int(self) -> bool:
+        return all(float(v).is_integer() for v in (self.low, self.high, self.step or 1))
+
+    def values(self) -> list[Any]:
+        step = self.step or 1
+        out: list[Any] = []
+        v = self.low
+        while v <= self.high + 1e-9:
+            out.append(int(v) if self.is_int else round(v, 10))
+            v += step
+        return out
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    choices: tuple[Any, ...] = ()
+    range: Range | None = None
+
+    def values(self) -> list[Any]:
+        return list(self.choices) if self.range is None else self.range.values()
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.range is not None:
+            return {"range": [self.range.low, self.range.high, self.range.step]}
+        return {"choices": list(self.choices)}
+
+
+def _split(text: str) -> list[str]:
+    """Split on the commas outside brackets and quotes (JSON objects keep theirs)."""
+    parts, depth, quoted, cur = [], 0, False, ""
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "{[":
+            depth += 1
+        elif not quoted and ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0 and not quoted:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+def _value(raw: str, knob: str) -> Any:
+    if raw == "":
+        raise UsageError(f"--knob {knob}: an empty value", hint="write none to unset the knob")
+    if raw.lower() == UNSET:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        if raw[:1] in "{[":
+            raise UsageError(
+                f"--knob {knob}: {raw!r} is not JSON",
+                hint='quote the whole option: --knob \'K={"method": "mtp"}\'',
+            ) from None
+        return raw
+
+
+def parse_knob(option: str) -> Knob:
+    """``NAME=V1,V2,...`` or ``NAME=LO..HI[:STEP]``."""
+    name, sep, rest = option.partition("=")
+    name = name.strip()
+    if not sep or not _NAME.match(name):
+        raise UsageError(
+            f"--knob {option!r} is not NAME=V1,V2,...",
+            hint="e.g. --knob SLIDING_WINDOW=16,32,none or --knob SLIDING_WINDOW=8..64:8",
+        )
+    if m := _RANGE.match(rest.strip()):
+        low, high = float(m[1]), float(m[2])
+        if high < low:
+            raise UsageError(f"--knob {name}: the range {rest} is empty")
+        return Knob(name, range=Range(low, high, float(m[3]) if m[3] else None))
+    values = [_value(v, name) for v in _split(rest)]
+    unique = list({canonical(v): v for v in values}.values())
+    return Knob(name, choices=tuple(unique))
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Point:
+    """Changes to the directory's ``[engine.config]``: a value, or None to remove it."""
+
+    changes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return canonical(self.changes)
+
+    @property
+    def id(self) -> str:
+        return "p" + hashlib.sha256(self.key.encode()).hexdigest()[:8]
+
+    def config(self, base: dict[str, Any]) -> dict[str, Any]:
+        merged = dict(base)
+        for name, value in self.changes.items():
+            if value is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+        return merged
+
+    def label(self) -> str:
+        if not self.changes:
+            return "(the directory's config)"
+        return " ".join(
+            f"{k}={UNSET if v is None else canonical(v)}" for k, v in self.changes.items()
+        )
+
+    @classmethod
+    def of(cls, changes: dict[str, Any]) -> Point:
+        return cls(dict(sorted(changes.items())))
+
+
+#: the baseline: the directory's own config, no changes
+BASELINE = Point()
+
+
+def grid(knobs: list[Knob], base: dict[str, Any]) -> list[Point]:
+    """Every combination of the knobs' values, minus those that are the base config itself
+    (the baseline is measured anyway) and duplicates (two changes with one config)."""
+    if not knobs:
+        raise UsageError(
+            "a sweep needs at least one --knob", hint="e.g. --knob SLIDING_WINDOW=16,32"
+        )
+    names = [k.name for k in knobs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--knob names a knob twice: {', '.join(names)}")
+    seen, points = {canonical(base)}, []
+    for combo in itertools.product(*(k.values() for k in knobs)):
+        point = Point.of(dict(zip(names, combo, strict=True)))
+        config = canonical(point.config(base))
+        if config not in seen:
+            seen.add(config)
+            points.append(point)
+    return points
+
+
+def order(points: list[Point], seed: int) -> list[Point]:
+    """The points in a seeded random order: neither the grid's order nor a knob's value
+    lines up with the time of day (or with a neighbour's load)."""
+    shuffled = sorted(points, key=lambda p: p.key)
+    random.Random(seed).shuffle(shuffled)
+    return shuffled
+
+
+def schedule(points: list[Point], *, baseline_every: int, start_with_baseline: bool) -> list[Point]:
+    """The measurements in order: the baseline before the first point (unless the last
+    measurement already was one), after every ``baseline_every`` points, and at the end."""
+    if baseline_every < 1:
+        raise UsageError("--baseline-every must be at least 1")
+    plan: list[Point] = [BASELINE] if start_with_baseline and points else []
+    for i, point in enumerate(points, start=1):
+        plan.append(point)
+        if i % baseline_every == 0 or i == len(points):
+            plan.append(BASELINE)
+    return plan

@@ -1,0 +1,145 @@
+"""The sweep's picture: TPS against PPL, in the leaderboard page's scatter style.
+
+PPL on x (lower is better), TPS on y; the cap as the page's dashed red line, the
+``cap - margin`` limit beside it, the Pareto front as the page's green step line, points
+coloured as the page colours verdicts (a passing self-check as UNOFFICIAL, ochre), each
+rejected or failed point labelled with its failing check ids, the recommendation ringed.
+TPS is each point's own median; the relative TPS the front is judged on is in the table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from submission.sweep_answer import Answer, Candidate
+
+#: leaderboard/views/static/app.js COLORS and style.css
+COLORS = {
+    "VERIFIED": "#2f855a",
+    "UNOFFICIAL": "#b7791f",
+    "REJECTED": "#c53030",
+    "FAILED": "#553c9a",
+    "INVALID": "#c53030",
+}
+FG, MUTED, GRID = "#1d232b", "#66707c", "#eef1f4"
+
+
+def _color(c: Candidate) -> str:
+    return COLORS["UNOFFICIAL"] if c.passed else COLORS.get(c.verdict, MUTED)
+
+
+def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
+    pts = [c for c in answer.candidates if c.ppl is not None and c.tps is not None]
+    fig, ax = plt.subplots(figsize=(7.2, 4.9), dpi=110)
+    ax.set_facecolor("#ffffff")
+    ax.grid(color=GRID, linewidth=1)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_color("#9aa5b1")
+    ax.tick_params(colors=MUTED, labelsize=9)
+    if answer.cap is not None:
+        ax.axvline(answer.cap, color="#c53030", linestyle=(0, (5, 4)), linewidth=1.2)
+        ax.annotate(
+            f"cap {answer.cap:.3f}",
+            (answer.cap, 0),
+            xytext=(-4, 6),
+            textcoords="offset points",
+            xycoords=("data", "axes fraction"),
+            ha="right",
+            color=MUTED,
+            fontsize=9,
+        )
+    if answer.limit is not None and answer.cap is not None and answer.limit < answer.cap:
+        ax.axvline(answer.limit, color="#c53030", linestyle=":", linewidth=1, alpha=0.7)
+        ax.annotate(
+            f"cap - margin {answer.limit:.3f}",
+            (answer.limit, 1),
+            xytext=(-4, -12),
+            textcoords="offset points",
+            xycoords=("data", "axes fraction"),
+            ha="right",
+            color=MUTED,
+            fontsize=9,
+        )
+    front = [c for c in pts if c.point in answer.front]
+    front.sort(key=lambda c: float(c.ppl or 0))
+    if front:
+        xs, ys = [float(front[0].ppl or 0)], [float(front[0].tps or 0)]
+        for c in front[1:]:  # the page's step: across at the old TPS, then up
+            xs += [float(c.ppl or 0), float(c.ppl or 0)]
+            ys += [ys[-1], float(c.tps or 0)]
+        ax.plot(xs, ys, color=COLORS["VERIFIED"], linewidth=1.5, label="Pareto front", zorder=2)
+    for c in pts:
+        ax.scatter(
+            [float(c.ppl or 0)],
+            [float(c.tps or 0)],
+            s=49,
+            color=_color(c),
+            zorder=3,
+            marker="s" if c.is_baseline else "o",
+            edgecolors="none",
+        )
+        note = "baseline" if c.is_baseline else c.label
+        if not c.passed:
+            note += "\n" + (", ".join(c.failing) or c.verdict)
+        ax.annotate(
+            note,
+            (c.ppl, c.tps),
+            xytext=(6, 4),
+            textcoords="offset points",
+            fontsize=7,
+            color=FG if c.passed else COLORS.get(c.verdict, MUTED),
+        )
+    best = answer.candidate(answer.recommended)
+    if best is not None and best.ppl is not None and best.tps is not None:
+        ax.scatter(
+            [best.ppl],
+            [best.tps],
+            s=190,
+            facecolors="none",
+            edgecolors=FG,
+            linewidths=1.6,
+            zorder=4,
+            label="recommended",
+        )
+    handles = [
+        plt.Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=COLORS["UNOFFICIAL"],
+            label="passes every check (self-reported)",
+        ),
+        plt.Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=COLORS["REJECTED"],
+            label="rejected (failing check ids)",
+        ),
+        plt.Line2D([], [], marker="o", linestyle="", color=COLORS["FAILED"], label="failed"),
+        plt.Line2D([], [], marker="s", linestyle="", color=MUTED, label="baseline config"),
+    ]
+    ax.legend(
+        handles=handles + ax.get_legend_handles_labels()[0], fontsize=7, frameon=False, loc="best"
+    )
+    ax.set_xlabel("PPL (lower is better)", color=MUTED)
+    ax.set_ylabel("TPS", color=MUTED)
+    if pts:
+        ax.set_ylim(0, max(float(c.tps or 0) for c in pts) * 1.12)
+    if title:
+        ax.set_title(title, color=FG, fontsize=10, loc="left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
