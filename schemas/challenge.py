@@ -7,6 +7,7 @@ shipped name (``fast-gemma``, ``tiny``) or a path to a spec file.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -78,6 +79,19 @@ class Quality(Contract):
             return float(self.max_ppl)
         assert self.reference_ppl is not None and self.max_ratio is not None
         return float(self.reference_ppl) * float(self.max_ratio)
+
+    @property
+    def budget_nats(self) -> float | None:
+        """The one allowance for loss, in nats per token: ln(cap / the model's own PPL).
+
+        ln(max_ratio) for a ratio rule; for an absolute cap, ln(max_ppl / reference_ppl)
+        where the model's own PPL is pinned, else unknown (None).
+        """
+        if self.rule == "ratio" and self.max_ratio is not None:
+            return math.log(float(self.max_ratio))
+        if self.reference_ppl is None:
+            return None
+        return max(0.0, math.log(self.cap / float(self.reference_ppl)))
 
 
 @dataclass(frozen=True)

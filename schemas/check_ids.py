@@ -250,8 +250,9 @@ PPL_RANK_MISMATCH = _declare(
 )
 PPL_CAP = _declare(
     "ppl.cap",
-    "evaluation",
-    "PPL on the held-out records is at or under the challenge's cap",
+    "reference",
+    "PPL on the held-out records (no sampled record better than the reference scored it) "
+    "is at or under the challenge's cap",
     check=True,
 )
 TPS_TOKEN_COUNT = _declare(
@@ -317,15 +318,15 @@ ENGINE_RUNTIME_MISMATCH = _declare(
 INTEGRITY_REFERENCE_DECODE = _declare(
     "integrity.reference-decode",
     "reference",
-    "sampled timed answers, teacher-forced through the verifier's model, are its greedy "
-    "choice within the tie tolerance",
+    "sampled timed answers, teacher-forced through the verifier's model as declared, are "
+    "no lossier than the engine's own scoring admits, within the quality budget",
     check=True,
 )
 PPL_REFERENCE_MISMATCH = _declare(
     "ppl.reference-mismatch",
     "reference",
-    "the engine's NLL of sampled PPL records agrees with the verifier's model "
-    "(never better, at most a little worse)",
+    "the engine scores sampled PPL records no better than the verifier's model as declared, "
+    "on average (and per record where the reference reproduces the declared model)",
     check=True,
 )
 INTEGRITY_SAME_PATH = _declare(

@@ -123,22 +123,6 @@ def load_model(model_dir: Path, **overrides: Any) -> Any:
     return model
 
 
-def round_per_tensor(model: Any, bits: int) -> None:
-    """Round every weight matrix and embedding table to signed ``bits``-bit integers.
-
-    One scale per tensor: q = 2**(bits-1) - 1 (127 for int8, 7 for int4),
-    scale = max|w| / q, w <- round(w / scale) * scale. Norm weights stay float32.
-    """
-    import torch
-
-    levels = 2 ** (bits - 1) - 1
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() >= 2:
-                scale = param.abs().max() / levels
-                param.copy_(torch.round(param / scale) * scale)
-
-
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
 
@@ -194,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     window_ppl = perplexity(
         load_model(args.model, sliding_window=DEGRADED_SLIDING_WINDOW), ppl_heldout
     )
+    from engines.baseline.model import round_per_tensor
+
     rounded_ppl = {}
     for bits in (8, 4):
         rounded = load_model(args.model)

@@ -19,6 +19,7 @@ from typing import Any
 from podium.errors import PodiumError
 from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec, ReferenceEngine, load_challenge
+from verifier.declared import DeclaredModel
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.queue.lease import LeaseKeeper
 from verifier.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
@@ -39,7 +40,7 @@ class WorkerConfig:
     out_dir: Path
     store: Any = None  # a leaderboard Store; None verifies without publishing
     heldout: str | None = None
-    reference: Callable[[ReferenceEngine], Runner] | None = None
+    reference: Callable[[ReferenceEngine, DeclaredModel], Runner] | None = None
     worker_id: str = field(default_factory=default_identity)
     lease_s: float = 900.0
     poll_s: float = 30.0

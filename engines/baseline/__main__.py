@@ -2,9 +2,10 @@
 
 Every option can also come from the environment, so a container is configured without
 a command line: ``MODEL_PATH``, ``HOST``, ``PORT``, ``SERVED_MODEL_NAME``, ``DEVICE``,
-``DTYPE``, ``MAX_MODEL_LEN``, ``ENGINE_CLASS`` (``module:Class``, a ``BaselineEngine``
-subclass). ``--config FILE`` (or ``ENGINE_CONFIG``) reads a frozen engine config (the
-submission's ``engine-config.json``); of its knobs the baseline engine uses those in
+``DTYPE``, ``MAX_MODEL_LEN``, ``SLIDING_WINDOW``, ``QUANTIZATION``, ``ENGINE_CLASS``
+(``module:Class``, a ``BaselineEngine`` subclass). ``--config FILE`` (or
+``ENGINE_CONFIG``) reads a frozen engine config (the submission's
+``engine-config.json``); of its knobs the baseline engine uses those in
 ``engines.baseline.config.KNOBS`` and no other. Precedence: command line, then the
 config file, then the environment, so the frozen config is what runs in a container.
 """
@@ -18,7 +19,7 @@ import sys
 
 from engines.baseline.app import serve
 from engines.baseline.config import read_config
-from engines.baseline.model import BaselineEngine
+from engines.baseline.model import QUANTIZATIONS, BaselineEngine
 
 
 def _engine_class(spec: str) -> type[BaselineEngine]:
@@ -68,6 +69,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=int(env["MAX_MODEL_LEN"]) if env.get("MAX_MODEL_LEN") else None,
     )
+    parser.add_argument(
+        "--sliding-window",
+        type=int,
+        default=int(env["SLIDING_WINDOW"]) if env.get("SLIDING_WINDOW") else None,
+        help="local attention window of the sliding layers (the checkpoint's own if unset)",
+    )
+    parser.add_argument(
+        "--quantization",
+        default=env.get("QUANTIZATION") or None,
+        choices=list(QUANTIZATIONS),
+        help="round every weight matrix to signed integers, one scale per tensor",
+    )
     parser.add_argument("--engine-class", default=env.get("ENGINE_CLASS"), help="module:Class")
     parser.add_argument("--log-requests", action="store_true", help="log each request to stderr")
     args = parser.parse_args(argv)
@@ -86,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
         device=args.device,
         dtype=args.dtype,
         max_model_len=args.max_model_len,
+        engine_kwargs={  # only what was set: an engine subclass may not know the options
+            key: value
+            for key, value in (
+                ("sliding_window", args.sliding_window),
+                ("quantization", args.quantization),
+            )
+            if value is not None
+        },
         engine_class=_engine_class(args.engine_class) if args.engine_class else BaselineEngine,
         quiet=not args.log_requests,
     )

@@ -17,6 +17,8 @@ KNOBS: Final[Mapping[str, str]] = {
     "DEVICE": "--device: cpu, cuda, or auto (cuda when torch sees a GPU, else cpu)",
     "DTYPE": "--dtype: float32, bfloat16, float16, or auto (the checkpoint's own dtype)",
     "MAX_MODEL_LEN": "--max-model-len: the longest prompt plus output",
+    "SLIDING_WINDOW": "--sliding-window: the local attention window of the sliding layers",
+    "QUANTIZATION": "--quantization: int8 or int4, weights rounded per tensor at load",
     "SERVED_MODEL_NAME": "--served-model-name: the name at /v1/models",
 }
 

@@ -98,6 +98,8 @@ class Generation:
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+#: weight rounding at load: name -> bits (signed integers, one scale per tensor)
+QUANTIZATIONS = {"int8": 8, "int4": 4}
 
 
 def resolve_device(device: str) -> str:
@@ -128,6 +130,22 @@ def _as_id_set(value: Any) -> set[int]:
     return {int(v) for v in value}
 
 
+def round_per_tensor(model: Any, bits: int) -> None:
+    """Round every weight matrix and embedding table to signed ``bits``-bit integers.
+
+    One scale per tensor: q = 2**(bits-1) - 1 (127 for int8, 7 for int4),
+    scale = max|w| / q, w <- round(w / scale) * scale. Norm weights (1-d) are kept.
+    """
+    import torch
+
+    levels = 2 ** (bits - 1) - 1
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2:
+                scale = param.abs().max() / levels
+                param.copy_(torch.round(param / scale) * scale)
+
+
 class BaselineEngine:
     """A local transformers checkpoint behind the hooks listed in the module docstring."""
 
@@ -139,18 +157,37 @@ class BaselineEngine:
         dtype: str = "float32",
         max_model_len: int | None = None,
         logprob_chunk_tokens: int | None = None,
+        sliding_window: int | None = None,
+        quantization: str | None = None,
     ) -> None:
         """``device`` is one of ``DEVICES``, ``dtype`` one of ``DTYPES``: ``auto`` takes
-        the GPU when there is one, and the checkpoint's own dtype."""
+        the GPU when there is one, and the checkpoint's own dtype. ``sliding_window``
+        replaces the checkpoint's local attention window (a lossy lever the rules allow);
+        ``quantization`` (``QUANTIZATIONS``) rounds the weights at load."""
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         self.model_path = Path(model_path)
         self.device = torch.device(resolve_device(device))
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
+        loaded = AutoConfig.from_pretrained(str(self.model_path))
+        if sliding_window is not None:
+            if sliding_window < 1:
+                raise ValueError(f"sliding_window must be at least 1, not {sliding_window}")
+            loaded.get_text_config().sliding_window = sliding_window
+        if quantization is not None and quantization not in QUANTIZATIONS:
+            raise ValueError(
+                f"quantization must be one of {', '.join(QUANTIZATIONS)}, not {quantization!r}"
+            )
         model = AutoModelForCausalLM.from_pretrained(
-            str(self.model_path), dtype="auto" if dtype == "auto" else _torch_dtype(dtype)
+            str(self.model_path),
+            config=loaded,
+            dtype="auto" if dtype == "auto" else _torch_dtype(dtype),
         )
+        if quantization is not None:
+            round_per_tensor(model, QUANTIZATIONS[quantization])
+        self.sliding_window = int(getattr(loaded.get_text_config(), "sliding_window", 0) or 0)
+        self.quantization = quantization
         self.model = model.to(self.device)  # type: ignore[arg-type]
         self.model.eval()
         # transformers renamed ``past_key_values`` to ``cache`` (5.2x); take what is there

@@ -80,11 +80,12 @@ def make_runner(name: Runner | str) -> Any:
     return HfJobsRunner(os.path.expandvars(server))
 
 
-def reference_runner(settings: Any) -> Any:
-    """The verifier's reference engine, as the challenge spec says (imported lazily)."""
+def reference_runner(settings: Any, declared: Any = None) -> Any:
+    """The verifier's reference engine, as the challenge spec and the entry's declared
+    model say (imported lazily)."""
     from verifier.runners import process
 
-    return process.reference_runner(settings)
+    return process.reference_runner(settings, declared)
 
 
 def exit_code(verdict: str) -> int:

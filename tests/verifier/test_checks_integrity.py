@@ -136,7 +136,7 @@ def test_controls_answered_at_once_with_made_up_tokens_fail_the_reference() -> N
     decode = outcomes["integrity.reference-decode"].result
     assert decode.status == "fail" and decode.details["controls"] == 2
     bad = [r for r in decode.details["records"] if r["record"].startswith("c")]
-    assert any(r["fraction"] == 0.0 for r in bad)  # the ones sent once prompts repeated
+    assert any(r["mean_gap"] > 1.0 for r in bad)  # the ones sent once prompts repeated
 
 
 def test_caching_skips_a_stream_that_repeats_nothing() -> None:
@@ -212,7 +212,8 @@ def test_the_reference_passes_an_honest_engine(honest: tuple[Any, dict[str, Any]
     result, outcomes = honest
     decode = outcomes["integrity.reference-decode"].result
     assert decode.status == "pass"
-    assert decode.details["fraction"] == 1.0 and decode.details["max_gap"] == 0.0
+    assert decode.details["mean_gap"] == 0.0 and decode.details["max_gap"] == 0.0
+    assert decode.details["large_gap_share"] == 0.0
     assert decode.details["sampled"] == len(result.tps.records)  # 8 answers < 44: all
     assert decode.details["free_running"]["identical"] == 2
     assert outcomes["ppl.reference-mismatch"].result.status == "pass"
@@ -223,17 +224,18 @@ def test_the_reference_passes_an_honest_engine(honest: tuple[Any, dict[str, Any]
 def test_the_reference_catches_a_cheaper_decode() -> None:
     _, outcomes = judged(Misbehave(degraded_decode=True))
     decode = outcomes["integrity.reference-decode"]
-    assert decode.result.status == "fail" and decode.result.details["fraction"] == 0.0
+    assert decode.result.status == "fail" and decode.result.details["large_gap_share"] > 0.9
     assert [f.check_id for f in decode.findings] == ["integrity.reference-decode"]
 
 
 def test_the_reference_checks_every_position_of_an_answer() -> None:
-    """Garbage in the second half of each answer fails the per-answer floor."""
+    """Garbage in the second half of each answer fails the per-answer bound."""
     _, outcomes = judged(Misbehave(garbage_tail=True))
     decode = outcomes["integrity.reference-decode"].result
     assert decode.status == "fail"
-    assert decode.details["worst_record"]["fraction"] == pytest.approx(0.5, abs=0.07)
-    assert all(r["first_miss"] >= 7 for r in decode.details["records"])
+    worst = decode.details["worst_answer"]["mean_gap"]
+    assert worst > decode.details["allowance"]["answer"]
+    assert all(r["large"] <= r["tokens"] // 2 + 1 for r in decode.details["records"])
 
 
 def test_cheap_chat_tokens_with_a_forged_scoring_of_them_are_caught() -> None:
@@ -264,9 +266,7 @@ def test_logprobs_scaled_toward_zero_score_better_than_the_model_and_fail() -> N
     result, outcomes = judged(Misbehave(scale_logprobs=0.85))
     assert not {"ppl.logprob-positive", "ppl.rank-mismatch"} & set(finding_ids(result))
     mismatch = outcomes["ppl.reference-mismatch"]
-    assert mismatch.result.status == "fail" and "better than the pinned model" in (
-        mismatch.result.summary
-    )
+    assert mismatch.result.status == "fail" and "better than the model" in (mismatch.result.summary)
     assert mismatch.result.details["lowest_delta_nats"] < -0.1
 
 
@@ -291,10 +291,15 @@ def test_a_ppl_below_the_models_own_on_its_pinned_set_fails_without_any_sample(
     assert kept.status == "skip"  # at the model's own PPL; the sample needs a reference
 
 
-def test_logprobs_far_worse_than_the_model_fail_the_upper_bound() -> None:
+def test_a_scoring_worse_than_the_model_is_left_to_the_cap() -> None:
+    """A lossy scoring is the quality rule's business, not a trust check's: the records
+    scatter above the model's, and the decode is allowed what that scoring loss admits."""
     _, outcomes = judged(Misbehave(scale_logprobs=1.5))
     mismatch = outcomes["ppl.reference-mismatch"].result
-    assert mismatch.status == "fail" and "worse than the pinned model" in mismatch.summary
+    assert mismatch.status == "pass" and mismatch.details["mean_delta_nats"] > 0.1
+    decode = outcomes["integrity.reference-decode"].result
+    assert decode.status == "pass"
+    assert decode.details["allowance"]["excess"] > 0.0  # the scoring's loss widened it
 
 
 # -- integrity.same-path -----------------------------------------------------------------------

@@ -16,9 +16,9 @@ from typing import Any
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.report import CheckResult
-from verifier.harness.client import EngineClient
 from verifier.harness.ppl import PplResult
 from verifier.harness.probes import Evidence
+from verifier.harness.reference import ReferenceEvidence
 from verifier.harness.tps import TpsResult
 
 
@@ -26,12 +26,11 @@ from verifier.harness.tps import TpsResult
 class CheckContext:
     """Everything a check may look at. Members a phase does not have are ``None``.
 
-    Evaluation-phase checks read what the evaluation recorded (``tps``, ``ppl``,
-    ``evidence``) and send nothing. Reference-phase checks also reach the verifier's own
-    reference engine (``reference`` / ``reference_model``), which runs only after the
-    participant's engine has stopped; they draw their samples from ``sample_seed``, made
-    fresh once the trials have ended. ``scores`` caches the reference's teacher-forced
-    scoring of timed answers (by ``record_key``) so two checks never ask twice.
+    No check sends anything. Evaluation-phase checks read what the evaluation recorded
+    (``tps``, ``ppl``, ``evidence``). Reference-phase checks also read what the
+    verifier's own reference engine said, after the participant's engine had stopped
+    (``reference_evidence``, gathered by ``verifier.harness.reference`` on samples drawn
+    from a seed made fresh once the trials ended); None when no reference was run.
     """
 
     spec: ChallengeSpec
@@ -42,12 +41,9 @@ class CheckContext:
     reported_tps: float | None = None
     eos_token_ids: Sequence[int] = ()
     vocab_size: int | None = None
-    reference: EngineClient | None = None
-    reference_model: str | None = None
-    sample_seed: int | None = None
+    reference_evidence: ReferenceEvidence | None = None
     #: the pinned model's own PPL on the held-out set in use, where the spec pins it
     model_ppl: float | None = None
-    scores: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

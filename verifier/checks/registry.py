@@ -5,8 +5,11 @@ Every id is declared once, with its phase, severity, effect and meaning, in
 computed by a check (the rest are findings raised by the stages themselves: intake,
 environment, rebuild, the PPL scorer). ``EVALUATION_PHASE`` runs once the participant's
 engine has answered everything (it sends nothing: it reads what was recorded);
-``REFERENCE_PHASE`` runs against the verifier's reference engine after the participant's
-engine has stopped. A check that raises ``EngineError`` becomes an ``error`` result
+``REFERENCE_PHASE`` judges what the verifier's reference engine said, after the
+participant's engine has stopped (``ppl.cap`` runs there: it judges the PPL no sampled
+record of which counts as better than the reference scored it).
+
+A check that raises ``EngineError`` becomes an ``error`` result
 ("could not evaluate"), never a pass.
 """
 
@@ -22,7 +25,6 @@ from verifier.checks.base import CheckContext, CheckFn, CheckOutcome
 
 #: (id, function), in the order they run; a findings-only function returns no result
 _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
-    (ids.PPL_CAP, results.ppl_cap),
     (ids.TPS_REPRODUCTION, results.tps_reproduction),
     (ids.TPS_UNSTABLE, results.tps_unstable),
     (ids.TPS_PROMPT_MISMATCH, prompts.prompt_mismatch),
@@ -32,6 +34,7 @@ _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
     (ids.PPL_RANK_MISMATCH, same_path.probe_ranks),
 )
 _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
+    (ids.PPL_CAP, results.ppl_cap),
     (ids.INTEGRITY_REFERENCE_DECODE, reference.reference_decode),
     (ids.PPL_REFERENCE_MISMATCH, reference.reference_ppl),
     (ids.INTEGRITY_SAME_PATH, same_path.same_path),

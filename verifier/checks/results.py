@@ -18,17 +18,26 @@ from verifier.checks.base import (
     skipped,
     unreliable,
 )
+from verifier.checks.reference import judged_ppl
 
 REPRODUCTION = TPS_REPRODUCTION
 
 
 async def ppl_cap(ctx: CheckContext) -> CheckOutcome:
-    """PPL must be at or under the challenge's cap (absolute, or reference x ratio)."""
+    """PPL must be at or under the challenge's cap (absolute, or reference x ratio).
+
+    Judged after the reference phase, on the judged PPL: no sampled record counts as
+    better than the reference scored it (``verifier.checks.reference.judged_ppl``).
+    """
     if ctx.ppl is None:
         return skipped(PPL_CAP, "no PPL was measured")
     cap = ctx.spec.quality.cap
     value = ctx.ppl.value
+    judged = judged_ppl(ctx.ppl, ctx.reference_evidence) if ctx.reference_evidence else None
     details = {"ppl": value, "cap": cap, "tokens": ctx.ppl.tokens, "records": ctx.ppl.records}
+    if judged is not None:
+        details.update(engine_ppl=value, ppl=judged)
+        value = judged
     if not math.isfinite(value):
         return failed(
             PPL_CAP,

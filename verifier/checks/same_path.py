@@ -10,11 +10,14 @@ engine has stopped, at each generated position:
   rank that contradicts them), the generated token must be the engine's own top within
   ``tie_tolerance``;
 - and the list must not leave out the reference model's top token (the verifier's view)
-  where the reference does not agree with the generated token within the reference
-  check's tie tolerance: an engine that lists only what it generated, labelled as the
-  top, does not pass by forging its own scoring.
+  where the reference puts the generated token a whole ``large_gap_nats`` below it: an
+  engine that lists only what it generated, labelled as the top, does not pass by
+  forging its own scoring.
 
-The agreeing fraction must be at least ``min_fraction``. This is a cheap first filter,
+The first fraction must be at least ``min_fraction``; the share of positions that leave
+the reference's top out may be what the decode's own allowance gives its large gaps
+(``verifier.checks.reference``: a lossy entry the reference cannot reproduce differs
+from it by what its own scoring loss admits, and no more). This is a cheap first filter,
 not the proof: an engine that recognises the probes could answer them honestly, and the
 proof of honest decoding is ``integrity.reference-decode`` on the timed answers
 themselves. Without a reference engine (a self-check run without one) only the first
@@ -23,6 +26,7 @@ condition is judged, and the summary says so.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from schemas.check_ids import INTEGRITY_SAME_PATH, PPL_RANK_MISMATCH
@@ -36,9 +40,10 @@ from verifier.checks.base import (
     raised,
     skipped,
 )
-from verifier.checks.reference import Position, reference_positions
+from verifier.checks.reference import allowance
 from verifier.harness.ppl import listed_values, rank_contradictions
 from verifier.harness.probes import SamePathProbe
+from verifier.harness.reference import Position
 
 CHECK_ID = INTEGRITY_SAME_PATH
 
@@ -61,20 +66,26 @@ def agreement(
     probe: SamePathProbe,
     tolerance: float,
     reference: list[Position] | None,
-    ref_tolerance: float,
-) -> tuple[int, int | None]:
-    """Agreeing positions of one probe, and the first that does not agree."""
-    matches, first_miss = 0, None
+    large_gap: float,
+) -> tuple[int, int, int | None]:
+    """Of one probe's positions: how many are the engine's own top, how many leave out the
+    reference's top where the reference is ``large_gap`` nats from the generated token,
+    and the first position that fails either."""
+    own = left_out = 0
+    first_miss = None
     for j, token in enumerate(probe.token_ids):
         entry = probe.positions[j] if j < len(probe.positions) else None
         ok = self_top(entry, token, tolerance)
-        if ok and reference is not None:
-            ok = lists_reference_top(entry, reference[j], ref_tolerance)
-        if ok:
-            matches += 1
-        elif first_miss is None:
+        own += ok
+        listed = reference is None or j >= len(reference)
+        if not listed and reference is not None:
+            listed = lists_reference_top(entry, reference[j], large_gap)
+        if not listed:
+            left_out += 1
+            ok = False
+        if not ok and first_miss is None:
             first_miss = j
-    return matches, first_miss
+    return own, left_out, first_miss
 
 
 async def same_path(ctx: CheckContext) -> CheckOutcome:
@@ -90,46 +101,60 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
         return skipped(CHECK_ID, "no timed answer with token ids to probe")
     tolerance = float(settings["tie_tolerance"])
     minimum = float(settings["min_fraction"])
-    with_reference = ctx.reference is not None and ctx.reference_model is not None
-    ref_tolerance = float(ctx.spec.check("reference_decode").get("tie_tolerance", 0.0))
-    total = matched = 0
+    ev = ctx.reference_evidence
+    decode = ctx.spec.check("reference_decode")
+    allowed = (
+        allowance(ctx.spec, decode, ev, ctx.ppl, ctx.model_ppl)
+        if ev is not None and decode.get("enabled")
+        else None
+    )
+    large_gap = allowed.large_gap if allowed is not None else math.inf
+    total = matched = missing = 0
     rows: list[dict[str, Any]] = []
     for probe in probes:
-        reference = None
-        if with_reference:
-            reference = await reference_positions(
-                ctx, probe.record, probe.prompt_ids, probe.token_ids
-            )
-        ok, first_miss = agreement(probe, tolerance, reference, ref_tolerance)
+        reference = ev.scored.get(probe.record) if ev is not None else None
+        own, left_out, first_miss = agreement(probe, tolerance, reference, large_gap)
         total += len(probe.token_ids)
-        matched += ok
+        matched += own
+        missing += left_out
         rows.append(
             {
                 "record": probe.record,
                 "prompt_id": probe.prompt_id,
                 "tokens": len(probe.token_ids),
-                "agreed": ok,
+                "agreed": own,
+                "reference_top_left_out": left_out,
                 "first_mismatch": first_miss,
             }
         )
     fraction = matched / total if total else 1.0
+    left_share = missing / total if total else 0.0
+    max_left = allowed.large_share if allowed is not None else None
     details = {
         "fraction": fraction,
         "min_fraction": minimum,
         "tie_tolerance": tolerance,
         "tokens": total,
-        "with_reference": with_reference,
+        "with_reference": allowed is not None,
+        "reference_top_left_out": left_share,
+        "max_reference_top_left_out": max_left,
         "probes": rows,
     }
     text = (
         f"{percent(fraction)} of {total} generated tokens in {len(rows)} probed answers are "
-        "the engine's own teacher-forced top by value"
-        + (", listing the reference's top" if with_reference else " (no reference: values only)")
-        + f" (required {percent(minimum)})"
+        f"the engine's own teacher-forced top by value (required {percent(minimum)})"
     )
+    if max_left is not None:
+        text += (
+            f"; {percent(left_share)} leave out the reference's top where it is over "
+            f"{large_gap:g} nats from the generated token (allowed {percent(max_left)})"
+        )
+    else:
+        text += " (no reference: values only)"
+    ok = fraction >= minimum and (max_left is None or left_share <= max_left)
     return judged(
         CHECK_ID,
-        fraction >= minimum,
+        ok,
         text,
         details,
         hint="decode and scoring must run the same model: no path switched by prompt_logprobs",

@@ -32,6 +32,7 @@ from schemas.findings import Finding
 from schemas.report import CheckResult, Failure, Stage
 from verifier.checks import registry
 from verifier.checks.base import CheckContext, CheckOutcome
+from verifier.declared import DeclaredModel
 from verifier.harness import plan as planning
 from verifier.harness.client import EngineClient
 from verifier.harness.ppl import PplResult, PplScorer, ppl_records_of
@@ -42,6 +43,7 @@ from verifier.harness.probes import (
     send_control,
     send_same_path,
 )
+from verifier.harness.reference import ReferenceEvidence, gather_reference
 from verifier.harness.render import Renderer, out_of_vocabulary, render_prompt
 from verifier.harness.tps import Prompt, RequestRecord, Tokenize, TpsResult, measure_tps
 
@@ -354,40 +356,78 @@ def run_harness(
     return asyncio.run(_harness(base_url, spec, job))
 
 
-async def _judge(
+async def _gather(
     reference_url: str,
     spec: ChallengeSpec,
     result: HarnessResult,
     *,
     vocab_size: int | None,
     sample_seed: int,
-    model_ppl: float | None,
+    declared: DeclaredModel | None,
     ready_timeout_s: float | None,
     is_alive: Callable[[], bool] | None,
-) -> list[CheckOutcome]:
+) -> ReferenceEvidence:
     timeout = max(spec.tps.request_timeout_s, spec.ppl.timeout_s)
     async with EngineClient(reference_url, timeout_s=timeout) as ref:
-        try:
-            wait = ready_timeout_s if ready_timeout_s is not None else spec.limits.startup_s
-            model = await ref.wait_ready(wait, is_alive=is_alive)
-        except EngineError as exc:
-            return [
-                CheckOutcome(
-                    CheckResult(
-                        check_id, "error", f"could not evaluate: {exc}", {"error": str(exc)}
-                    )
-                )
-                for check_id in registry.REFERENCE_PHASE
-            ]
-        ctx = result.context(
+        wait = ready_timeout_s if ready_timeout_s is not None else spec.limits.startup_s
+        model = await ref.wait_ready(wait, is_alive=is_alive)
+        return await gather_reference(
+            ref,
+            model,
             spec,
-            vocab_size=vocab_size,
-            reference=ref,
-            reference_model=model,
+            tps=result.tps,
+            ppl=result.ppl,
+            evidence=result.evidence,
+            ppl_records=result.ppl_records,
             sample_seed=sample_seed,
-            model_ppl=model_ppl,
+            vocab_size=vocab_size,
+            declared=declared,
         )
-        return await registry.run_checks(registry.REFERENCE_PHASE, ctx)
+
+
+def gather_with_reference(
+    reference_url: str,
+    spec: ChallengeSpec,
+    result: HarnessResult,
+    *,
+    vocab_size: int | None,
+    sample_seed: int,
+    declared: DeclaredModel | None = None,
+    ready_timeout_s: float | None = None,
+    is_alive: Callable[[], bool] | None = None,
+) -> ReferenceEvidence:
+    """What the reference engine at ``reference_url`` says about the run (plain data).
+
+    Call it only once the participant's engine has stopped. ``sample_seed`` must be drawn
+    after the trials have ended (``secrets.randbits(64)``) and recorded in the report.
+    """
+    return asyncio.run(
+        _gather(
+            reference_url,
+            spec,
+            result,
+            vocab_size=vocab_size,
+            sample_seed=sample_seed,
+            declared=declared,
+            ready_timeout_s=ready_timeout_s,
+            is_alive=is_alive,
+        )
+    )
+
+
+def judge_reference(
+    spec: ChallengeSpec,
+    result: HarnessResult,
+    evidence: ReferenceEvidence | None,
+    *,
+    vocab_size: int | None = None,
+    model_ppl: float | None = None,
+) -> list[CheckOutcome]:
+    """The reference-phase checks on gathered evidence (None: no reference was run)."""
+    ctx = result.context(
+        spec, vocab_size=vocab_size, reference_evidence=evidence, model_ppl=model_ppl
+    )
+    return asyncio.run(registry.run_checks(registry.REFERENCE_PHASE, ctx))
 
 
 def judge_with_reference(
@@ -398,29 +438,35 @@ def judge_with_reference(
     vocab_size: int | None,
     sample_seed: int,
     model_ppl: float | None = None,
+    declared: DeclaredModel | None = None,
     ready_timeout_s: float | None = None,
     is_alive: Callable[[], bool] | None = None,
 ) -> list[CheckOutcome]:
-    """The reference-phase checks; ``reference_url`` None runs them without a reference.
+    """Gather (when ``reference_url`` is set), then judge; see the two functions.
 
-    Call it only once the participant's engine has stopped. ``sample_seed`` must be drawn
-    after the trials have ended (``secrets.randbits(64)``) and recorded in the report.
-    ``model_ppl``: the pinned model's own PPL on the held-out set in use, if known.
+    A reference that cannot be asked makes every reference check ``error`` (could not
+    evaluate), never a pass.
     """
-    if reference_url is None:
-        ctx = result.context(
-            spec, vocab_size=vocab_size, sample_seed=sample_seed, model_ppl=model_ppl
-        )
-        return asyncio.run(registry.run_checks(registry.REFERENCE_PHASE, ctx))
-    return asyncio.run(
-        _judge(
-            reference_url,
-            spec,
-            result,
-            vocab_size=vocab_size,
-            sample_seed=sample_seed,
-            model_ppl=model_ppl,
-            ready_timeout_s=ready_timeout_s,
-            is_alive=is_alive,
-        )
-    )
+    evidence = None
+    if reference_url is not None:
+        try:
+            evidence = gather_with_reference(
+                reference_url,
+                spec,
+                result,
+                vocab_size=vocab_size,
+                sample_seed=sample_seed,
+                declared=declared,
+                ready_timeout_s=ready_timeout_s,
+                is_alive=is_alive,
+            )
+        except EngineError as exc:
+            return [
+                CheckOutcome(
+                    CheckResult(
+                        check_id, "error", f"could not evaluate: {exc}", {"error": str(exc)}
+                    )
+                )
+                for check_id in registry.REFERENCE_PHASE
+            ]
+    return judge_reference(spec, result, evidence, vocab_size=vocab_size, model_ppl=model_ppl)

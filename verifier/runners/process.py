@@ -22,6 +22,7 @@ from typing import Any
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec, ReferenceEngine
 from schemas.findings import Finding
+from verifier.declared import DeclaredModel
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 
@@ -116,14 +117,12 @@ class ProcessRunner:
         self._procs.append(proc)
 
         def stop() -> None:
+            # SIGKILL to the whole session at once: its answers and its log are recorded,
+            # and a graceful stop only waits for the interpreter to tear torch down
             if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(timeout=10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=10)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
 
         return EngineHandle(
             base_url=f"http://127.0.0.1:{port}",
@@ -152,15 +151,20 @@ class ProcessRunner:
         self._procs.clear()
 
 
-def reference_runner(settings: ReferenceEngine) -> ProcessRunner:
+def reference_runner(
+    settings: ReferenceEngine, declared: DeclaredModel | None = None
+) -> ProcessRunner:
     """The verifier's own reference engine: podium's baseline engine, as the spec says.
 
     It serves the pinned weights the pipeline hands to ``start`` (never a participant's
-    image or code), on the spec's device and in its dtype.
+    image or code), on the spec's device and in its dtype; with ``declared``, the model as
+    the entry declared it where the reference reproduces that exactly (window, dtype).
     """
+    env = declared.engine_env() if declared is not None else {}
     return ProcessRunner(
         engine_root=None,
         served_model_name="reference",
+        env={k: v for k, v in env.items() if k != "DTYPE"},
         device=settings.device,
-        dtype=settings.dtype,
+        dtype=declared.dtype if declared is not None else settings.dtype,
     )

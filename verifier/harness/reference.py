@@ -1,0 +1,309 @@
+"""The reference phase gathers: what the verifier's own model says about the timed work.
+
+Once the participant's engine has stopped, the verifier's reference engine (podium's
+baseline engine on the pinned, hash-checked weights, run as the entry declared it where
+that can be reproduced exactly: ``verifier.declared``) is asked three things, all built
+from what the verifier itself knows (its own rendering of each prompt, the ids the
+engine returned, the held-out records):
+
+- its teacher-forced scoring of a sample of the timed answers, drawn with ``sample_seed``
+  (made fresh once the trials ended), and of every caching control and same-path probe;
+- its NLL of a sample of the held-out PPL records, with the same request the engine got;
+- optionally, a free-running greedy decode of a few sampled prompts (information only).
+
+The result is plain data (``ReferenceEvidence``). The reference checks
+(``verifier.checks.reference``, ``verifier.checks.same_path``) are pure functions of
+it, so they run without any engine, and the calibration script calls the same ones.
+Requests go out ``concurrency`` at a time; each answer is scored once however many
+checks read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from podium.errors import EngineError
+from schemas.challenge import ChallengeSpec
+from schemas.check_ids import INTEGRITY_REFERENCE_DECODE, PPL_REFERENCE_MISMATCH
+from verifier.declared import DeclaredModel
+from verifier.harness.client import EngineClient
+from verifier.harness.ppl import PplResult, Violations, listed_values, ppl_request, score_record
+from verifier.harness.probes import Evidence, record_key
+from verifier.harness.render import out_of_vocabulary
+from verifier.harness.tps import RequestRecord, TpsResult
+
+#: reference requests in flight at once (the baseline engine serves them one by one;
+#: two keep it busy while the next request is built and sent)
+CONCURRENCY = 2
+
+
+@dataclass(frozen=True)
+class Position:
+    """The reference's view of one generated token."""
+
+    token: int
+    logprob: float
+    top_token: int
+    top_logprob: float
+
+    @property
+    def gap(self) -> float:
+        """Nats between the reference's top and the generated token (>= 0)."""
+        return max(0.0, self.top_logprob - self.logprob)
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    """One timed answer (or control) as the reference scored it, teacher-forced."""
+
+    record: str  # record_key
+    prompt_id: str
+    control: bool
+    tokens: int
+    #: None when the answer holds ids outside the vocabulary (nothing can score them)
+    positions: list[Position] | None
+
+    @property
+    def gaps(self) -> list[float]:
+        return [p.gap for p in self.positions or []]
+
+
+@dataclass(frozen=True)
+class RecordScore:
+    """One held-out PPL record: the engine's NLL and the reference's, on the same ids."""
+
+    id: str
+    tokens: int
+    engine_nll: float
+    reference_nll: float
+
+    @property
+    def delta(self) -> float:
+        """Engine minus reference, nats per target token (> 0: the engine scored worse)."""
+        return (self.engine_nll - self.reference_nll) / self.tokens
+
+
+@dataclass
+class ReferenceEvidence:
+    """Everything the reference phase learned; the reference checks read only this."""
+
+    sample_seed: int
+    model: DeclaredModel | None
+    #: timed answers with token ids (what the sample was drawn from)
+    candidates: int = 0
+    #: the sampled timed answers, then every caching control
+    answers: list[AnswerScore] = field(default_factory=list)
+    #: record_key -> positions, for every answer scored (answers and same-path probes)
+    scored: dict[str, list[Position] | None] = field(default_factory=dict)
+    records: list[RecordScore] = field(default_factory=list)
+    free_running: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def excess_nats(self) -> float | None:
+        """The engine's scoring loss against the reference, token-weighted over the
+        sampled records (nats per token; > 0: lossier than the reference model)."""
+        tokens = sum(r.tokens for r in self.records)
+        if not tokens:
+            return None
+        return math.fsum(r.engine_nll - r.reference_nll for r in self.records) / tokens
+
+
+def _timeout(spec: ChallengeSpec) -> float:
+    return max(spec.ppl.timeout_s, spec.tps.request_timeout_s)
+
+
+def sample_answers(
+    tps: TpsResult, evidence: Evidence, sample_seed: int, n: int
+) -> list[RequestRecord]:
+    """``n`` timed answers drawn with the sample seed, and every caching control's answer.
+
+    The controls are fresh work placed among the timed requests, and few: each is checked,
+    so an engine cannot answer them with something cheap to look fast beside the repeats.
+    """
+    candidates = [r for r in tps.records if r.token_ids]
+    rng = random.Random(f"{sample_seed}:reference-decode")
+    controls = [c for c in evidence.controls if c.token_ids]
+    return rng.sample(candidates, min(n, len(candidates))) + controls
+
+
+def sample_records(
+    ppl: PplResult, ppl_records: list[dict[str, Any]], sample_seed: int, n: int
+) -> list[dict[str, Any]]:
+    scored = {s.id for s in ppl.per_record if s.scored and s.tokens}
+    records = [r for r in ppl_records if str(r["id"]) in scored]
+    rng = random.Random(f"{sample_seed}:reference-ppl")
+    return rng.sample(records, min(n, len(records)))
+
+
+def greedy_body(
+    spec: ChallengeSpec, model: str, prompt_ids: list[int], max_tokens: int
+) -> dict[str, Any]:
+    return {
+        "model": model,
+        "prompt": prompt_ids,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "top_k": spec.tps.sampling.top_k,
+        "seed": spec.tps.seed,
+        "ignore_eos": True,
+        "add_special_tokens": False,
+        "return_token_ids": True,
+    }
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class _Gather:
+    def __init__(
+        self, client: EngineClient, model: str, spec: ChallengeSpec, vocab_size: int | None
+    ) -> None:
+        self.client, self.model, self.spec, self.vocab_size = client, model, spec, vocab_size
+        self.limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def positions(
+        self, key: str, prompt_ids: list[int], token_ids: list[int]
+    ) -> list[Position] | None:
+        """The reference's teacher-forced scoring of one answer's generated positions."""
+        if self.vocab_size is not None and out_of_vocabulary(token_ids, self.vocab_size):
+            return None
+        ids = [*prompt_ids, *token_ids]
+        async with self.limit:
+            reply = await self.client.post(
+                "/v1/completions",
+                ppl_request(self.spec, self.model, ids),
+                f"reference scoring of {key}",
+                timeout_s=_timeout(self.spec),
+            )
+        entries = reply.prompt_logprobs
+        if entries is None or len(entries) != len(ids):
+            raise EngineError(
+                f"reference scoring of {key}: prompt_logprobs has "
+                f"{'none' if entries is None else len(entries)} positions for {len(ids)} ids",
+                where=INTEGRITY_REFERENCE_DECODE,
+            )
+        out: list[Position] = []
+        for j, token in enumerate(token_ids):
+            values = listed_values(entries[len(prompt_ids) + j])
+            if token not in values:
+                raise EngineError(
+                    f"reference scoring of {key}: position {j} lacks the actual token",
+                    where=INTEGRITY_REFERENCE_DECODE,
+                )
+            top_token, top_value = max(values.items(), key=lambda kv: kv[1])
+            out.append(Position(token, values[token], top_token, top_value))
+        return out
+
+    async def record(self, record: dict[str, Any], engine_nll: float) -> RecordScore:
+        rid = str(record["id"])
+        context = [int(t) for t in record["context_token_ids"]]
+        prompt = context + [int(t) for t in record["target_token_ids"]]
+        async with self.limit:
+            reply = await self.client.post(
+                self.spec.ppl.endpoint,
+                ppl_request(self.spec, self.model, prompt),
+                f"reference PPL record {rid}",
+                timeout_s=_timeout(self.spec),
+            )
+        violations = Violations()
+        ref = score_record(
+            rid, prompt, len(context), reply.prompt_logprobs, reply.prompt_token_ids, violations
+        )
+        if ref is None:
+            raise EngineError(
+                f"the reference engine could not score record {rid}: "
+                + "; ".join(f.message for f in violations.findings),
+                where=PPL_REFERENCE_MISMATCH,
+            )
+        return RecordScore(id=rid, tokens=ref[1], engine_nll=engine_nll, reference_nll=ref[0])
+
+    async def free_running(self, key: str, prompt_ids: list[int], answer: list[int]) -> dict:
+        async with self.limit:
+            reply = await self.client.post(
+                "/v1/completions",
+                greedy_body(self.spec, self.model, prompt_ids, len(answer)),
+                "reference free-running decode",
+                timeout_s=_timeout(self.spec),
+            )
+        ref = reply.token_ids or []
+        return {
+            "record": key,
+            "identical": ref == answer,
+            "common_prefix": common_prefix(ref, answer),
+        }
+
+
+async def gather_reference(
+    client: EngineClient,
+    model: str,
+    spec: ChallengeSpec,
+    *,
+    tps: TpsResult | None,
+    ppl: PplResult | None,
+    evidence: Evidence | None,
+    ppl_records: list[dict[str, Any]],
+    sample_seed: int,
+    vocab_size: int | None,
+    declared: DeclaredModel | None = None,
+) -> ReferenceEvidence:
+    """Ask the reference engine at ``client`` everything the reference checks judge."""
+    out = ReferenceEvidence(sample_seed=sample_seed, model=declared)
+    g = _Gather(client, model, spec, vocab_size)
+    decode = spec.check("reference_decode")
+    greedy = spec.tps.sampling.temperature <= 0
+    to_score: dict[str, tuple[list[int], list[int]]] = {}
+    sample: list[RequestRecord] = []
+    if tps is not None and evidence is not None and decode.get("enabled") and greedy:
+        out.candidates = sum(1 for r in tps.records if r.token_ids)
+        sample = sample_answers(tps, evidence, sample_seed, int(decode["sample"]))
+        for r in sample:
+            assert r.token_ids is not None
+            to_score[record_key(r)] = (evidence.rendered[r.prompt_id], r.token_ids)
+    if evidence is not None and spec.check("same_path").get("enabled") and greedy:
+        for probe in evidence.same_path:
+            to_score.setdefault(probe.record, (probe.prompt_ids, probe.token_ids))
+    records: list[dict[str, Any]] = []
+    settings = spec.check("reference_ppl")
+    if ppl is not None and settings.get("enabled"):
+        records = sample_records(ppl, ppl_records, sample_seed, int(settings["sample"]))
+    engine_nll = {s.id: s.nll for s in ppl.per_record} if ppl is not None else {}
+    keys = list(to_score)
+    scored, scores = await asyncio.gather(
+        asyncio.gather(*(g.positions(k, *to_score[k]) for k in keys)),
+        asyncio.gather(*(g.record(r, engine_nll[str(r["id"])]) for r in records)),
+    )
+    out.scored = dict(zip(keys, scored, strict=True))
+    out.records = list(scores)
+    out.answers = [
+        AnswerScore(
+            record=record_key(r),
+            prompt_id=r.prompt_id,
+            control=r.control,
+            tokens=len(r.token_ids or []),
+            positions=out.scored[record_key(r)],
+        )
+        for r in sample
+    ]
+    free = int(decode.get("free_running", 0)) if decode.get("enabled") else 0
+    timed = [r for r in sample if not r.control][:free]
+    if timed and evidence is not None:
+        out.free_running = list(
+            await asyncio.gather(
+                *(
+                    g.free_running(record_key(r), evidence.rendered[r.prompt_id], r.token_ids or [])
+                    for r in timed
+                )
+            )
+        )
+    return out
