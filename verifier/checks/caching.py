@@ -1,31 +1,30 @@
 """``integrity.caching``: a repeated prompt must not be markedly faster (MLPerf TEST04).
 
-An engine that replays answers it has given (or memorised) is fast on repeats, and the
-timed stream itself is full of them: every pass after a trial's first, and every trial
-after the first, sends the same prompts again. So the check needs no phase of its own.
-Among the timed requests of the repeating trials, the plan places ``controls`` prompts
-the stream has never carried, in the shape of timed requests
-(``verifier.harness.probes``): fresh work, which no engine can replay.
+A replay must be impossible, not merely bounded: every pass of every trial takes prompts
+that no earlier request of the run carried (``verifier.harness.tps.PromptStream``), so a
+run on a held-out set large enough for it repeats nothing, and this check has nothing to
+judge (skip: "no timed request repeats a prompt"). It guards only the fallback, a set
+too small for the run, where the stream starts over and an engine that remembers its
+answers could replay them. The report's ``metrics.tps.repeated_requests`` says how many
+requests that was. Then:
 
-    speedup = median(time per token of the controls) / mean(time per token of every repeat)
+    speedup = median(time per token of the fresh yardstick) / mean(time per token of every repeat)
 
-``speedup > max_speedup`` fails. Every repeat counts, in every trial and pass, and the
-mean moves with every replayed answer, so an engine that replays a share of its repeats
-(however it spreads them, whichever requests it slows to hide them) moves the ratio by
-as much as it gains in TPS: ``max_speedup`` is the most a cheat could gain unseen, and
-is set just above what a prefix cache legitimately saves (a repeat's prefill). The
-controls are fresh work the engine cannot make fast without doing it; their answers are
-judged like timed ones (``integrity.reference-decode`` checks every control, so an
-instant made-up answer fails there), so the median of a few of them is a sound yardstick.
-Time per token (latency / generated tokens) keeps an early stop from looking fast. At
-concurrency above 1 the controls run alone (in a pause of the timed stream), so they are
-if anything faster per token than the repeats: the comparison never favours a cheat.
+The yardstick is the caching controls where the plan placed them (prompts no request of
+the run carries, in the shape of timed requests, sent among them once the set has run
+out during the planned trials), else the first occurrences of the prompts. Every repeat
+counts, so an engine that replays a share of its repeats moves the ratio by as much as
+it gains in TPS on them: ``max_speedup`` is the most a cheat could gain unseen on the
+repeated requests (a share ``repeated_requests / requests`` of the run), and is set just
+above what a prefix cache legitimately saves (a repeat's prefill). Controls are judged
+like timed answers (``integrity.reference-decode`` checks every control), so an instant
+made-up answer fails there. Time per token (latency / generated tokens) keeps an early
+stop from looking fast.
 
 On an unstable clock (``tps.unstable``) a speed-up just over the bound may be noise: the
 result is then ``error`` (could not judge: FAILED), unless the speed-up reaches
 ``decisive_speedup``, far beyond what noise produces (replayed answers are tens of times
-faster), where it fails as ever. An engine whose replays make its own trials disagree
-is therefore REJECTED, not merely FAILED.
+faster), where it fails as ever.
 """
 
 from __future__ import annotations
@@ -65,31 +64,40 @@ async def caching(ctx: CheckContext) -> CheckOutcome:
         return disabled(CHECK_ID)
     if ctx.tps is None or ctx.evidence is None:
         return skipped(CHECK_ID, "no timed run")
-    controls = [c for c in ctx.evidence.controls if c.counted_tokens]
-    if not controls:
-        return skipped(
-            CHECK_ID,
-            "the timed stream repeats no prompt, so there is no replay to look for",
-        )
     repeats = repeats_of(ctx.tps.records)
     if not repeats:
-        return skipped(CHECK_ID, "no timed request repeats a prompt")
+        return skipped(
+            CHECK_ID,
+            f"no timed request repeats a prompt ({len(ctx.tps.records)} requests on "
+            f"{ctx.tps.distinct_prompts} held-out prompts): a replay is impossible",
+        )
+    controls = [c for c in ctx.evidence.controls if c.counted_tokens]
+    seen = {id(r) for r in repeats}
+    firsts = [r for r in ctx.tps.records if id(r) not in seen and r.counted_tokens]
+    fresh_side = controls or firsts
+    if not fresh_side:
+        return skipped(CHECK_ID, "no fresh answer to compare the repeats with")
+    yardstick = f"{len(controls)} controls" if controls else f"{len(firsts)} first occurrences"
     max_speedup = float(settings["max_speedup"])
-    fresh = statistics.median(c.s_per_token for c in controls)
+    fresh = statistics.median(c.s_per_token for c in fresh_side)
     repeated = statistics.fmean(r.s_per_token for r in repeats)
     speedup = fresh / repeated if repeated > 0 else float("inf")
     details: dict[str, Any] = {
         "speedup": speedup,
         "max_speedup": max_speedup,
+        "yardstick": "controls" if controls else "first occurrences",
         "controls": len(controls),
         "control_s_per_token": [c.s_per_token for c in controls],
         "repeats": len(repeats),
+        "requests": len(ctx.tps.records),
+        "distinct_prompts": ctx.tps.distinct_prompts,
         "repeat_s_per_token_mean": repeated,
     }
     text = (
-        f"repeated prompts ran {speedup:.2f}x the speed of fresh ones (the median of "
-        f"{len(controls)} controls against the mean of {len(repeats)} repeats; limit "
-        f"{max_speedup:.2f}x)"
+        f"the held-out set ({ctx.tps.distinct_prompts} prompts) ran out: {len(repeats)} of "
+        f"{len(ctx.tps.records)} timed requests repeated a prompt and ran {speedup:.2f}x the "
+        f"speed of fresh ones (the median of {yardstick} against the mean of the repeats; "
+        f"limit {max_speedup:.2f}x)"
     )
     decisive = float(settings["decisive_speedup"])
     details["decisive_speedup"] = decisive

@@ -77,9 +77,10 @@ def make_plan(
     """Place every untimed request; see the module docstring.
 
     Same-path probes score an answer the engine has already given, so none goes before the
-    first timed request. Caching controls go where the timed stream repeats prompts (the
-    trials after the first; in a single trial, after its prompts start to cycle); with no
-    repeat in the stream, there is nothing to compare them with and none is placed.
+    first timed request. Caching controls go only into trials whose first pass repeats
+    prompts (the held-out set, ``distinct_prompts``, has run out by then): every pass
+    draws prompts no earlier request carried, so with a set large enough for the planned
+    trials there is no replay to look for, and none is placed.
     """
     rng = random.Random(seed)
     plan = Plan(seed=seed, trials=trials)
@@ -90,16 +91,17 @@ def make_plan(
     after_first = [s for s in slots if s != (0, 0)] or slots
     for i in range(same_path_probes):
         placed.append((rng.choice(after_first), Item(SAME_PATH, i)))
-    if trials > 1:
-        repeating = [(t, range(requests_per_trial)) for t in range(1, trials)]
-    elif requests_per_trial > distinct_prompts:
-        repeating = [(0, range(distinct_prompts, requests_per_trial))]
-    else:
-        repeating = []
+    # the first passes draw prompts in stream order: request p of trial t is the
+    # (t * requests_per_trial + p)-th, and repeats a prompt once the set has run out
     n = 0
-    for trial, positions in repeating:
-        for _ in range(controls_per_trial):
-            placed.append(((trial, rng.choice(list(positions))), Item(CONTROL, n)))
+    for trial in range(trials):
+        positions = [
+            p
+            for p in range(requests_per_trial)
+            if trial * requests_per_trial + p >= distinct_prompts
+        ]
+        for _ in range(controls_per_trial if positions else 0):
+            placed.append(((trial, rng.choice(positions)), Item(CONTROL, n)))
             n += 1
     if concurrency > 1:
         placed = _gather(placed, rng, trials)

@@ -18,7 +18,6 @@ The whole evaluation is bounded by ``spec.limits.evaluation_s``.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import secrets
 import time
@@ -45,7 +44,14 @@ from verifier.harness.probes import (
 )
 from verifier.harness.reference import ReferenceEvidence, gather_reference
 from verifier.harness.render import Renderer, out_of_vocabulary, render_prompt
-from verifier.harness.tps import Prompt, RequestRecord, Tokenize, TpsResult, measure_tps
+from verifier.harness.tps import (
+    Prompt,
+    PromptStream,
+    RequestRecord,
+    Tokenize,
+    TpsResult,
+    measure_tps,
+)
 
 Progress = Callable[[str, int, int], None]  # stage, done, total
 
@@ -150,8 +156,9 @@ class _Evaluation:
         self.client, self.spec, self.model = client, spec, model
         self.progress = progress
         tps = spec.tps
-        self.timed = list(itertools.islice(itertools.cycle(heldout), tps.num_prompts))
-        distinct = len({str(p["id"]) for p in self.timed})
+        # every pass of every trial draws prompts no earlier request carried
+        self.stream = PromptStream(heldout, seed=seed)
+        distinct = self.stream.distinct
         same_path = spec.check("same_path")
         caching = spec.check("caching")
         self.plan = planning.make_plan(
@@ -177,7 +184,9 @@ class _Evaluation:
             length(prompt)
         rng = random.Random(f"{seed}:controls")
         n = self.plan.count(planning.CONTROL)
-        self.controls = control_prompts(heldout, self.timed, n, rng, length)
+        # controls are planned only where the stream will have carried every held-out
+        # prompt: each is then a marked copy, a prompt no request of the run carries
+        self.controls = control_prompts(heldout, heldout, n, rng, length)
         for prompt in self.controls:
             length(prompt)
         self.probe_rng = random.Random(f"{seed}:same-path")
@@ -242,7 +251,7 @@ class _Evaluation:
         result = await measure_tps(
             self.client,
             self.spec,
-            self.timed,
+            self.stream,
             model=self.model,
             warmup_prompts=warmup,
             tokenize=tokenize,

@@ -1,9 +1,13 @@
 """Throughput: the challenge's TPS workload, timed and counted by the harness.
 
-A trial sends ``num_prompts`` requests (prompts in order, cycled when there are fewer)
-through ``concurrency`` closed-loop workers: each worker sends its next request as soon
-as its previous answer arrived. If a pass ends before ``min_trial_seconds``, the pass is
-repeated inside the same trial until the trial is long enough.
+A pass sends ``num_prompts`` requests through ``concurrency`` closed-loop workers: each
+worker sends its next request as soon as its previous answer arrived. If a pass ends
+before ``min_trial_seconds``, another pass follows inside the same trial until the trial
+is long enough. Every pass of every trial takes prompts that no earlier request of the
+run carried (``PromptStream``: the held-out set shuffled with the run's seed, drawn
+without replacement), so no answer can be replayed. Only a held-out set too small for
+the run repeats prompts, and says so (``TpsResult.repeated_requests``); then
+``integrity.caching`` bounds what a replay gains.
 
     TPS(trial) = generated tokens of all its requests / wall time of the trial
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +84,48 @@ def workload_body(
     else:
         body["prompt"] = prompt
     return body
+
+
+class PromptStream:
+    """The timed prompts in the order a run sends them, each drawn once.
+
+    ``seed`` shuffles the set (the verifier's seed: the engine cannot predict the order);
+    None keeps it in order. When every prompt has been drawn, the set is drawn again (in a
+    new order): the requests from then on repeat a prompt, and are counted.
+    """
+
+    def __init__(self, prompts: Sequence[Prompt], seed: int | None = None) -> None:
+        if not prompts:
+            raise UsageError("the TPS stage needs prompts", where="prompts")
+        self._rng = random.Random(f"{seed}:prompts") if seed is not None else None
+        self.pool = list(prompts)
+        self._order = self._shuffled()
+        self.drawn = 0
+
+    def _shuffled(self) -> list[Prompt]:
+        order = list(self.pool)
+        if self._rng is not None:
+            self._rng.shuffle(order)
+        return order
+
+    def take(self, n: int) -> list[Prompt]:
+        out: list[Prompt] = []
+        for _ in range(n):
+            index = self.drawn % len(self.pool)
+            if index == 0 and self.drawn:
+                self._order = self._shuffled()
+            out.append(self._order[index])
+            self.drawn += 1
+        return out
+
+    @property
+    def distinct(self) -> int:
+        return len(self.pool)
+
+    @property
+    def repeated(self) -> int:
+        """Requests drawn after the set ran out: each repeats a prompt sent before."""
+        return max(0, self.drawn - len(self.pool))
 
 
 @dataclass
@@ -149,6 +196,9 @@ class TpsResult:
     concurrency: int = 1
     max_tokens: int = 0
     stability: Stability | None = None
+    #: the held-out prompts available, and the timed requests that repeated one
+    distinct_prompts: int = 0
+    repeated_requests: int = 0
 
     @property
     def median(self) -> float:
@@ -164,6 +214,8 @@ class TpsResult:
             "tokens_per_trial": self.tokens_per_trial,
             "concurrency": self.concurrency,
             "max_tokens": self.max_tokens,
+            "distinct_prompts": self.distinct_prompts,
+            "repeated_requests": self.repeated_requests,
         }
         if self.stability is not None:
             out["stability"] = self.stability.to_dict()
@@ -252,7 +304,7 @@ async def _trial(
     client: EngineClient,
     spec: ChallengeSpec,
     model: str,
-    prompts: Sequence[Prompt],
+    stream: PromptStream,
     index: int,
     tokenize: Tokenize | None,
     progress: TpsProgress | None,
@@ -260,15 +312,16 @@ async def _trial(
     pause: Pause | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
 ) -> tuple[TrialResult, list[RequestRecord]]:
-    """One timed trial; the clock stops at each position in ``pauses`` while ``pause`` runs."""
+    """One timed trial; the clock stops at each position in ``pauses`` while ``pause`` runs.
+
+    Each pass draws its ``num_prompts`` prompts from ``stream``.
+    """
     tps = spec.tps
-    chosen = list(itertools.islice(itertools.cycle(prompts), tps.num_prompts))
-    bodies = [workload_body(spec, model, p["prompt"]) for p in chosen]
     records: list[RequestRecord] = []
     stage = f"tps trial {index + 1}"
     passes = 0
     done = 0
-    cuts = sorted({p for p in pauses if 0 <= p < len(bodies)} | {0, len(bodies)})
+    cuts = sorted({p for p in pauses if 0 <= p < tps.num_prompts} | {0, tps.num_prompts})
 
     def tick(_index: int, _reply: Reply) -> None:
         nonlocal done
@@ -279,6 +332,8 @@ async def _trial(
     cpu0 = time.process_time()
     timed = 0.0
     while True:
+        chosen = stream.take(tps.num_prompts)
+        bodies = [workload_body(spec, model, p["prompt"]) for p in chosen]
         for start, end in itertools.pairwise(cuts if passes == 0 else [0, len(bodies)]):
             if passes == 0 and start in pauses and pause is not None:
                 await pause(index, start)  # untimed: the trial's clock is stopped
@@ -386,7 +441,7 @@ async def warm_up(
 async def measure_tps(
     client: EngineClient,
     spec: ChallengeSpec,
-    prompts: Sequence[Prompt],
+    prompts: Sequence[Prompt] | PromptStream,
     *,
     model: str,
     warmup_prompts: Sequence[Prompt] = (),
@@ -399,10 +454,10 @@ async def measure_tps(
     """Warm up, run the planned trials (and extra ones while unstable), summarise them.
 
     ``pauses(trial)`` gives the positions where ``pause`` runs untimed requests in a
-    planned trial; extra trials have none.
+    planned trial; extra trials have none. ``prompts`` in a plain sequence are drawn in
+    order (``PromptStream`` without a seed).
     """
-    if not prompts:
-        raise UsageError("the TPS stage needs prompts", where="prompts")
+    stream = prompts if isinstance(prompts, PromptStream) else PromptStream(prompts)
     tps = spec.tps
     warmup_s = await warm_up(client, spec, model, warmup_prompts)
     trials: list[TrialResult] = []
@@ -414,7 +469,7 @@ async def measure_tps(
             client,
             spec,
             model,
-            prompts,
+            stream,
             index,
             tokenize,
             progress,
@@ -454,4 +509,6 @@ async def measure_tps(
             run=len(trials),
             max_trials=tps.max_trials,
         ),
+        distinct_prompts=stream.distinct,
+        repeated_requests=stream.repeated,
     )
