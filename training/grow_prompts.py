@@ -41,14 +41,18 @@ def candidates(chapters: list[kjv_corpus.Chapter]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--data", type=Path, required=True, help="podium/data/tiny")
     parser.add_argument("--total", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=2025)
     args = parser.parse_args(argv)
     path = args.data / "heldout-prompts.jsonl"
     rows = _rows(path)[: max(1, args.total)]
-    seen = {r["prompt"] for r in rows} | {r["prompt"] for r in _rows(args.data / "public-prompts.jsonl")}
+    seen = {r["prompt"] for r in rows} | {
+        r["prompt"] for r in _rows(args.data / "public-prompts.jsonl")
+    }
     _, heldout = kjv_corpus.split(kjv_corpus.load_chapters())
     pool = [t for t in dict.fromkeys(candidates(heldout[1::2])) if t not in seen]
     random.Random(args.seed).shuffle(pool)
