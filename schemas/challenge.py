@@ -141,6 +141,7 @@ class TpsWorkload(Contract):
     max_cv: float
     max_trials: int
     min_trial_seconds: float = 0.0
+    max_ci: float | None = None
     count_tokens: str = "token_ids"
     baseline_tps: float | None = None
     baselines: list[Baseline] | None = None

@@ -20,9 +20,10 @@ public prompts come first and are not timed.
 
 Untimed requests (PPL records, probes) can be placed among the timed ones
 (``verifier.harness.plan``): a trial's clock stops while they run, so a trial's time is
-the sum of its timed segments. When the trials disagree beyond ``tps.max_cv``, trials
-are added up to ``tps.max_trials``; a measurement still unstable then is reported as
-such (``Stability``) and can never be VERIFIED.
+the sum of its timed segments. When the trials disagree beyond ``tps.max_cv`` and are
+too few to pin the mean within ``tps.max_ci``, trials are added up to
+``tps.max_trials``; a measurement still unstable then is reported as such
+(``Stability``) and can never be VERIFIED.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from schemas.challenge import ChallengeSpec
 from schemas.check_ids import TPS_TOKEN_COUNT
 from schemas.findings import Finding
 from verifier.harness.client import EngineClient, Reply
-from verifier.harness.stats import Summary, summarize
+from verifier.harness.stats import Summary, summarize, t975
 
 Prompt = dict[str, Any]  # {"id": str, "prompt": str | list[int] | list[message]}
 Tokenize = Callable[[str], Sequence[int]]
@@ -379,32 +380,60 @@ async def _trial(
 
 @dataclass(frozen=True)
 class Stability:
-    """Did the trials agree? ``tps.unstable`` when not, even after the extra trials."""
+    """Did the trials agree? ``tps.unstable`` when not, even after the extra trials.
+
+    Stable when the trials agree (CV <= ``max_cv``), or when, on a noisy machine, enough
+    of them pin the mean down: the 95 % t-interval of the mean TPS across trials is
+    within ``max_ci`` of it (relative half-width ``t(n-1) * CV / sqrt(n)``). Extra trials
+    run until one holds or ``max_trials`` is reached. An honest engine on a shared
+    machine then pays in trials, not in its verdict; trials that stay far apart (a clock
+    that jumps, an engine whose speed swings) never pin the mean and stay unstable.
+    """
 
     max_cv: float
     cv: float
     planned: int
     run: int
     max_trials: int
+    max_ci: float | None = None
+    #: relative half-width of the 95 % t-interval of the mean (None with one trial)
+    ci: float | None = None
 
     @property
-    def stable(self) -> bool:
+    def agree(self) -> bool:
         return math.isfinite(self.cv) and self.cv <= self.max_cv
 
     @property
+    def pinned(self) -> bool:
+        return self.max_ci is not None and self.ci is not None and self.ci <= self.max_ci
+
+    @property
+    def stable(self) -> bool:
+        return self.agree or self.pinned
+
+    @property
     def why(self) -> str:
+        cmp = "<=" if self.agree else ">"
+        text = f"CV {self.cv:.3f} {cmp} {self.max_cv:.3f}"
+        if self.ci is not None and self.max_ci is not None:
+            cmp = "<=" if self.pinned else ">"
+            text += (
+                f", the mean pinned to +/-{100 * self.ci:.1f} % {cmp} {100 * self.max_ci:.1f} % "
+                "(95 % interval)"
+            )
         if self.run == self.planned:
-            return f"{self.planned} planned trials, CV {self.cv:.3f} <= {self.max_cv:.3f}"
-        verb = "now" if self.stable else "still"
+            return f"{self.planned} planned trials, {text}"
         return (
-            f"the first {self.planned} trials disagreed beyond CV {self.max_cv:.3f}; "
-            f"{self.run - self.planned} more ran (cap {self.max_trials}), CV {verb} {self.cv:.3f}"
+            f"the first {self.planned} trials disagreed; {self.run - self.planned} more ran "
+            f"(cap {self.max_trials}), {text}"
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "max_cv": self.max_cv,
             "cv": self.cv if math.isfinite(self.cv) else None,
+            "max_ci": self.max_ci,
+            "ci": self.ci,
             "planned_trials": self.planned,
             "trials_run": self.run,
             "max_trials": self.max_trials,
@@ -413,8 +442,23 @@ class Stability:
         }
 
 
-def _cv(trials: Sequence[TrialResult]) -> float:
-    return summarize([t.tps for t in trials]).cv if len(trials) > 1 else 0.0
+def stability_of(spec: ChallengeSpec, trials: Sequence[TrialResult]) -> Stability:
+    tps = spec.tps
+    cv, ci = 0.0, None
+    if len(trials) > 1:
+        summary = summarize([t.tps for t in trials])
+        cv = summary.cv
+        if summary.ci95 is not None and summary.mean > 0:
+            ci = t975(len(trials) - 1) * summary.stdev / math.sqrt(len(trials)) / summary.mean
+    return Stability(
+        max_cv=tps.max_cv,
+        cv=cv,
+        planned=tps.trials,
+        run=len(trials),
+        max_trials=tps.max_trials,
+        max_ci=tps.max_ci,
+        ci=ci,
+    )
 
 
 async def warm_up(
@@ -463,7 +507,7 @@ async def measure_tps(
     trials: list[TrialResult] = []
     records: list[RequestRecord] = []
     index = 0
-    while index < tps.trials or (index < tps.max_trials and _cv(trials) > tps.max_cv):
+    while index < tps.trials or (index < tps.max_trials and not stability_of(spec, trials).stable):
         planned = index < tps.trials
         trial, trial_records = await _trial(
             client,
@@ -502,13 +546,7 @@ async def measure_tps(
         tokens_per_trial=tps.tokens_per_trial,
         concurrency=tps.concurrency,
         max_tokens=tps.max_tokens,
-        stability=Stability(
-            max_cv=tps.max_cv,
-            cv=summary.cv if len(trials) > 1 else 0.0,
-            planned=tps.trials,
-            run=len(trials),
-            max_trials=tps.max_trials,
-        ),
+        stability=stability_of(spec, trials),
         distinct_prompts=stream.distinct,
         repeated_requests=stream.repeated,
     )
