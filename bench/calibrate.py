@@ -1,227 +1,464 @@
-"""Calibration of the reference checks on honest engines with different numerics.
+"""Calibration of the trust checks: honest lossy engines and cheats, one table.
 
-Two steps, so the decode can run where the engine runs (an H200, a vLLM server) and
-the judging where the verifier runs (its float32 CPU reference, exactly as the tiny
-challenge's spec starts it):
+    python -m bench.calibrate                  # every row (about 25 minutes on 2 cores)
+    python -m bench.calibrate --only W=16,int4 # re-run some rows, merged into the results
+    python -m bench.calibrate --table          # re-write the docs table from the results
+    python -m bench.calibrate --list           # the rows' names
 
-    python -m bench.calibrate decode --device cuda --dtype bfloat16 --label "bf16, H200" \\
-        --out answers-bf16-h200.json            # podium's baseline engine, in process
-    python -m bench.calibrate decode --url http://127.0.0.1:8000 --label "vLLM fp32, CPU" \\
-        --out answers-vllm.json                 # any engine over the HTTP protocol
-    python -m bench.calibrate score answers-*.json   # -> bench/results/calibration.json
+Every row is one whole verification on the ``tiny`` challenge (its real spec, every
+bound as shipped): ``examples/tiny-baseline`` packaged with podium's engine code, the
+cheats included, its knobs in the bundle's ``[engine.config]`` (so the verifier's
+declared-model logic reads them from the frozen config, as it would from any entry),
+run by ``verifier.pipeline.verify`` with a process runner that reports itself as a
+verifying sandbox (``tests/sandbox_double.py``; no Docker) and the verifier's own
+reference runner. The engine reads the same frozen config the bundle carries.
 
-``decode``: the 64 chat prompts of the tiny challenge (public and held-out), rendered by
-the verifier's own renderer (the pinned chat template and tokenizer), decoded greedily
-for ``--max-tokens`` (128) tokens with ``ignore_eos`` (EOS may be generated; it does not
-end the answer, as in the timed workload); and the NLL of the 32 PPL records (public and
-held-out). ``score``: the verifier's reference engine re-scores every answer teacher-
-forced through ``verifier.checks.reference.reference_positions`` (the code the check
-runs) and decodes each prompt free-running; the gap distribution, the worst answer, the
-PPL deltas and the free-running identity go to the results file.
+Rows: podium's baseline engine with lossy knobs the rules allow (sliding windows, int8
+and int4 weights, bfloat16), and every cheat of ``engines/cheats.py`` and
+``engines/adversarial.py`` that cheats about work. ``Crash``, ``Hang`` and ``Escape`` are
+left out: they test robustness and isolation (FAILED by design, or contained by the
+sandbox, which a process runner is not), not the judgement of work.
+
+What a row must show: an honest engine inside the PPL cap is VERIFIED; one over the cap
+is REJECTED with ``ppl.cap`` as its only error; a cheat is REJECTED. The results go to
+``bench/results/calibration.json`` and the table to ``docs/benchmarks.md`` (section 7).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import contextlib
 import json
 import math
+import shutil
 import sys
+import tarfile
+import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import DATA, RESULTS_DIR, machine
+from bench.common import REPO_ROOT, RESULTS_DIR, machine
 
-TOLERANCES = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5)
-
-
-def _rows(name: str) -> list[dict[str, Any]]:
-    text = (DATA / "tiny" / name).read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def prompts() -> list[dict[str, Any]]:
-    return _rows("public-prompts.jsonl") + _rows("heldout-prompts.jsonl")
+RESULT = RESULTS_DIR / "calibration.json"
+DOCS = REPO_ROOT / "docs" / "benchmarks.md"
+#: the docs section this script owns: from its heading to the next ``## `` heading
+HEADING = "## 7. Calibration of the reference checks"
+DECODE = "integrity.reference-decode"
+CACHING = "integrity.caching"
+COMMAND = "python -m bench.calibrate"
 
 
-def ppl_rows() -> list[dict[str, Any]]:
-    return _rows("ppl-public.jsonl") + _rows("ppl-heldout.jsonl")
+@dataclass(frozen=True)
+class Row:
+    """One verification: an engine class, the knobs it declares, its own environment."""
+
+    name: str
+    kind: str  # "honest" or "cheat"
+    engine: str = "engines.cheats:Honest"
+    config: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
 
-def _decode_inprocess(args: argparse.Namespace) -> dict[str, Any]:
-    from engines.baseline.model import BaselineEngine
-    from engines.baseline.protocol import SamplingParams
-    from verifier.harness.render import TokenizerRenderer, render_prompt
-
-    model = DATA / "tiny" / "model"
-    renderer = TokenizerRenderer(model)
-    engine = BaselineEngine(model, device=args.device, dtype=args.dtype)
-    sampling = SamplingParams(
-        max_tokens=args.max_tokens,
-        temperature=0.0,
-        top_p=1.0,
-        top_k=0,
-        seed=1,
-        ignore_eos=True,
-        min_tokens=0,
-        stop_token_ids=(),
-        logprobs=None,
-    )
-    answers = []
-    t0 = time.perf_counter()
-    for p in prompts():
-        ids = render_prompt(renderer, p["prompt"], endpoint="/v1/chat/completions")
-        gen = engine.start(ids, sampling, None)
-        answers.append({"id": p["id"], "prompt_ids": ids, "token_ids": [s.token_id for s in gen]})
-    decode_s = time.perf_counter() - t0
-    ppl = []
-    for rec in ppl_rows():
-        context, target = rec["context_token_ids"], rec["target_token_ids"]
-        entries = engine.prefill(context + target, 1).prompt_logprobs or []
-        first = max(len(context), 1)
-        nll = -math.fsum(e.chosen.logprob for e in entries[first:] if e is not None)
-        ppl.append({"id": rec["id"], "nll": nll, "tokens": len(context) + len(target) - first})
-    return {"answers": answers, "ppl": ppl, "decode_seconds": decode_s}
-
-
-async def _decode_http(args: argparse.Namespace) -> dict[str, Any]:
-    from schemas.challenge import load_challenge
-    from verifier.harness.client import EngineClient
-    from verifier.harness.ppl import PplScorer
-    from verifier.harness.render import TokenizerRenderer, render_prompt
-    from verifier.harness.tps import workload_body
-
-    spec = load_challenge("tiny")
-    renderer = TokenizerRenderer(DATA / "tiny" / "model")
-    answers = []
-    async with EngineClient(args.url, timeout_s=600) as client:
-        model = await client.wait_ready(600)
-        t0 = time.perf_counter()
-        for p in prompts():
-            body = workload_body(spec, model, p["prompt"], max_tokens=args.max_tokens)
-            reply = await client.post("/v1/chat/completions", body, f"decode {p['id']}")
-            ids = render_prompt(renderer, p["prompt"], endpoint="/v1/chat/completions")
-            answers.append({"id": p["id"], "prompt_ids": ids, "token_ids": reply.token_ids})
-        decode_s = time.perf_counter() - t0
-        scorer = PplScorer(spec, model=model)
-        for rec in ppl_rows():
-            await scorer.score(client, rec)
-    ppl = [{"id": s.id, "nll": s.nll, "tokens": s.tokens} for s in scorer.scores]
-    return {"answers": answers, "ppl": ppl, "decode_seconds": decode_s}
-
-
-def decode(args: argparse.Namespace) -> None:
-    result = asyncio.run(_decode_http(args)) if args.url else _decode_inprocess(args)
-    result.update(label=args.label, max_tokens=args.max_tokens, machine=machine())
-    Path(args.out).write_text(json.dumps(result))
-    print(f"{args.label}: {len(result['answers'])} answers in {result['decode_seconds']:.1f} s")
-
-
-async def _score_one(ctx: Any, doc: dict[str, Any]) -> dict[str, Any]:
-    from verifier.checks.reference import common_prefix, greedy_body, reference_positions
-
-    gaps: list[float] = []
-    per_answer: list[dict[str, Any]] = []
-    identical, prefixes = 0, []
-    for i, a in enumerate(doc["answers"]):
-        key = f"{doc['label']}/{a['id']}"
-        positions = await reference_positions(ctx, key, a["prompt_ids"], a["token_ids"])
-        assert positions is not None
-        g = [p.gap for p in positions]
-        gaps += g
-        per_answer.append(
-            {"id": a["id"], "within_0.25": sum(x <= 0.25 for x in g) / len(g), "max_gap": max(g)}
+def rows() -> list[Row]:
+    honest = [Row("baseline fp32", "honest")]
+    honest += [
+        Row(f"W={w}", "honest", config={"SLIDING_WINDOW": w}) for w in (8, 12, 16, 24, 32, 64)
+    ]
+    honest += [Row(q, "honest", config={"QUANTIZATION": q}) for q in ("int8", "int4")]
+    honest += [Row("bf16", "honest", config={"DTYPE": "bfloat16"})]
+    cheats = [
+        Row(name, "cheat", engine=f"engines.cheats:{name}")
+        for name in (
+            "ReplayCheapControls",
+            "ReplaySlowNeighbour",
+            "ReplayShaped",
+            "FlatterLogprobs",
+            "FlatterSomeRecords",
+            "DecodeWindow",
         )
-        body = greedy_body(ctx.spec, ctx.reference_model, a["prompt_ids"], len(a["token_ids"]))
-        ref = (await ctx.reference.post("/v1/completions", body, f"free-run {i}")).token_ids
-        identical += ref == a["token_ids"]
-        prefixes.append(common_prefix(ref, a["token_ids"]))
-    deltas = []
-    ref_nll = {r["id"]: r for r in ctx.extra["reference_ppl"]}
-    for r in doc["ppl"]:
-        mine, theirs = r["nll"] / r["tokens"], ref_nll[r["id"]]["nll"] / ref_nll[r["id"]]["tokens"]
-        deltas.append(mine - theirs)
-    ordered = sorted(gaps)
-    return {
-        "label": doc["label"],
-        "machine": doc.get("machine", {}).get("summary"),
-        "answers": len(per_answer),
-        "tokens": len(gaps),
-        "exact_argmax": sum(1 for x in gaps if x == 0.0) / len(gaps),
-        "within": {str(t): sum(1 for x in gaps if x <= t) / len(gaps) for t in TOLERANCES},
-        "max_gap": ordered[-1],
-        "gap_p999": ordered[min(len(ordered) - 1, int(0.999 * len(ordered)))],
-        "worst_answer_within_0.25": min(a["within_0.25"] for a in per_answer),
-        "free_running_identical": identical / len(per_answer),
-        "free_running_mean_common_prefix": sum(prefixes) / len(prefixes),
-        "ppl_delta_nats": {"min": min(deltas), "max": max(deltas)},
-        "ppl_records": len(deltas),
-    }
+    ]
+    cheats += [
+        Row(name, "cheat", engine=f"engines.adversarial:{name}")
+        for name in (
+            "InflatedUsage",
+            "PositiveLogprobs",
+            "SwitchPath",
+            "EarlyStop",
+            "Degraded",
+            "CachedReplies",
+            "ScaledLogprobs",
+            "ForgedChat",
+            "ForgedPromptReplay",
+            "GarbageTail",
+            "HonestUntilScored",
+            "SometimesCheap",
+        )
+    ]
+    cheats.append(
+        Row(
+            "ForgedPromptReplay (honest ids)",
+            "cheat",
+            engine="engines.adversarial:ForgedPromptReplay",
+            env={"ADVERSARY_HONEST_IDS": "1"},
+        )
+    )
+    return honest + cheats
 
 
-async def _score(files: list[Path], url: str) -> list[dict[str, Any]]:
+#: engines of engines/adversarial.py left out, and why
+LEFT_OUT = {
+    "Crash": "exits mid-run: a robustness test, FAILED by design",
+    "Hang": "stops answering mid-run: a robustness test, FAILED by design",
+    "Escape": "tries the network and the held-out files: an isolation test that only a "
+    "real sandbox can pass; a process runner does not contain it",
+}
+
+
+# -- running a row -----------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, str) else str(value)
+
+
+def make_source(row: Row, where: Path) -> Path:
+    """``examples/tiny-baseline`` with podium's engines and the row's knobs in its config."""
+    src = where / "src"
+    shutil.copytree(
+        REPO_ROOT / "examples" / "tiny-baseline",
+        src,
+        ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
+    )
+    engines = src / "engine" / "engines"
+    shutil.copytree(
+        REPO_ROOT / "engines" / "baseline",
+        engines / "baseline",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    for name in ("__init__.py", "cheats.py", "adversarial.py"):
+        shutil.copy(REPO_ROOT / "engines" / name, engines / name)
+    toml = (src / "podium.toml").read_text(encoding="utf-8")
+    config = dict(row.config)
+    if "DTYPE" in config:
+        toml = toml.replace('DTYPE = "float32"\n', "")
+    lines = "".join(f"{k} = {_toml_value(v)}\n" for k, v in config.items())
+    toml = toml.replace("[engine.config]\n", "[engine.config]\n" + lines, 1)
+    (src / "podium.toml").write_text(toml, encoding="utf-8")
+    return src
+
+
+def verify_row(row: Row, where: Path) -> dict[str, Any]:
+    """Package the row's bundle and verify it; the report and the wall time."""
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from sandbox_double import VerifyingSandbox
+
     from schemas.challenge import load_challenge
-    from verifier.checks.base import CheckContext
-    from verifier.harness.client import EngineClient
-    from verifier.harness.ppl import PplScorer
+    from submission.bundle import package
+    from verifier.pipeline import VerifyRequest, verify
+    from verifier.runners.process import reference_runner
 
-    spec = load_challenge("tiny")
-    out = []
-    async with EngineClient(url, timeout_s=600) as ref:
-        model = await ref.wait_ready(600)
-        scorer = PplScorer(spec, model=model)
-        for rec in ppl_rows():
-            await scorer.score(ref, rec)
-        reference_ppl = [{"id": s.id, "nll": s.nll, "tokens": s.tokens} for s in scorer.scores]
-        for path in files:
-            ctx = CheckContext(spec=spec, reference=ref, reference_model=model, vocab_size=None)
-            ctx.extra["reference_ppl"] = reference_ppl
-            out.append(await _score_one(ctx, json.loads(path.read_text())))
-            print(json.dumps(out[-1]))
+    src = make_source(row, where)
+    packaged = package(src, where / "dist", build=False)
+    if packaged.bundle is None:
+        raise RuntimeError(f"{row.name}: {[f.one_line() for f in packaged.findings]}")
+    frozen = where / "engine-config.json"
+    frozen.write_bytes(_member(packaged.bundle.path, "engine-config.json"))
+    env = {
+        "ENGINE_CLASS": row.engine,
+        "ENGINE_CONFIG": str(frozen),  # the engine reads the frozen config, as in its image
+        "OMP_NUM_THREADS": "1",
+        **row.env,
+    }
+    runner = VerifyingSandbox(env=env)
+    t0 = time.perf_counter()
+    outcome = verify(
+        VerifyRequest(
+            packaged.bundle.path,
+            load_challenge("tiny"),
+            runner,
+            where / "out",
+            reference=reference_runner,
+        )
+    )
+    return {"report": outcome.report, "wall_s": time.perf_counter() - t0}
+
+
+def _member(bundle: Path, name: str) -> bytes:
+    """A file of the bundle, as the verifier's intake unpacks it."""
+    with tarfile.open(bundle) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and Path(member.name).name == name:
+                fh = tar.extractfile(member)
+                if fh is not None:
+                    return fh.read()
+    raise RuntimeError(f"{bundle} carries no {name}")
+
+
+# -- the table: pure functions of the reports ---------------------------------------------
+
+
+def _check(report: dict[str, Any], check_id: str) -> dict[str, Any] | None:
+    return next((c for c in report.get("checks", []) if c.get("id") == check_id), None)
+
+
+def summarise(
+    row: Row, report: dict[str, Any], *, model_ppl: float, cap: float, wall_s: float | None = None
+) -> dict[str, Any]:
+    """One table row from a verification report: the numbers and whether they meet the
+    expectation of the row's kind."""
+    metrics = report.get("metrics") or {}
+    ppl_value = (metrics.get("ppl") or {}).get("value")
+    ppl = float(ppl_value) if ppl_value is not None else None
+    tps = (metrics.get("tps") or {}).get("median")
+    errors = sorted(
+        {f["check_id"] for f in report.get("findings", []) if f.get("severity") == "error"}
+    )
+    decode = _check(report, DECODE)
+    details = (decode or {}).get("details") or {}
+    allowance = details.get("allowance") or {}
+    reference_model = details.get("reference_model") or {}
+    caching = _check(report, CACHING) or {}
+    missing = [
+        f for f in report.get("findings", []) if f.get("check_id") == "verdict.checks-missing"
+    ]
+    # At this commit integrity.caching skips when no timed prompt repeats ("a replay is
+    # impossible"), and the verdict counts a skipped required check as missing: such a
+    # run ends UNOFFICIAL. ``judged`` is the verdict with that one skip counted as a pass.
+    caching_only = bool(missing) and all(
+        f.get("message", "").endswith(f": {CACHING}") for f in missing
+    )
+    judged_verdict = report.get("verdict")
+    if (
+        judged_verdict == "UNOFFICIAL"
+        and caching_only
+        and caching.get("status") == "skip"
+        and not errors
+    ):
+        judged_verdict = "VERIFIED"
+    out: dict[str, Any] = {
+        "name": row.name,
+        "kind": row.kind,
+        "engine": row.engine,
+        "config": dict(row.config),
+        "env": dict(row.env),
+        "verdict": report.get("verdict"),
+        "judged": judged_verdict,
+        "caching_status": caching.get("status"),
+        "errors": errors,
+        "failure": (report.get("failure") or {}).get("message") if report.get("failure") else None,
+        "ppl": ppl,
+        "ppl_ratio": ppl / model_ppl if ppl is not None else None,
+        "tps": float(tps) if tps is not None else None,
+        "decode_status": (decode or {}).get("status"),
+        "mean_gap": details.get("mean_gap"),
+        "worst_answer_gap": (details.get("worst_answer") or {}).get("mean_gap"),
+        "large_gap_share": details.get("large_gap_share"),
+        "tokens": details.get("tokens"),
+        "allowance": {
+            k: allowance.get(k) for k in ("excess", "mean", "answer", "large_share", "budget")
+        },
+        "reference_applied": reference_model.get("applied"),
+        "reference_budgeted": reference_model.get("budgeted"),
+        "wall_s": wall_s,
+    }
+    out["expected"], out["meets"] = expectation(out, cap)
     return out
 
 
-def score(args: argparse.Namespace) -> None:
-    from schemas.challenge import load_challenge
-    from verifier.runners.process import reference_runner
+def expectation(summary: dict[str, Any], cap: float) -> tuple[str, bool]:
+    """What the row's kind must show, and whether it does."""
+    verdict, errors, ppl = summary["judged"], set(summary["errors"]), summary["ppl"]
+    if summary["kind"] == "cheat":
+        return "REJECTED", verdict == "REJECTED"
+    if ppl is not None and ppl > cap:
+        return "REJECTED by ppl.cap alone", verdict == "REJECTED" and errors == {"ppl.cap"}
+    return "VERIFIED", verdict == "VERIFIED" and not errors
 
-    spec = load_challenge("tiny")
-    runner = reference_runner(spec.reference)
-    handle = runner.start(spec, model_dir=DATA / "tiny" / "model", gpu=False)
-    try:
-        results = asyncio.run(_score([Path(f) for f in args.files], handle.base_url))
-    finally:
-        handle.stop()
-        runner.cleanup()
-    doc = {
-        "what": "honest engines' greedy answers re-scored by the tiny challenge's reference",
-        "reference": spec.reference.to_dict(),
-        "scored_on": machine(),
-        "results": results,
-    }
-    target = Path(args.out) if args.out else RESULTS_DIR / "calibration.json"
-    target.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"wrote {target}")
+
+def _num(value: Any, spec: str) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–" if value is None else str(value)
+    return format(value, spec)
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def _knobs(summary: dict[str, Any]) -> str:
+    parts = [f"{k}={v}" for k, v in summary["config"].items()]
+    parts += [f"{k}={v}" for k, v in summary["env"].items()]
+    return ", ".join(f"`{p}`" for p in parts) or "–"
+
+
+def _verdict(summary: dict[str, Any]) -> str:
+    if summary["judged"] != summary["verdict"]:
+        return f"{summary['verdict']} ({summary['judged']} but for the caching skip)"
+    return str(summary["verdict"])
+
+
+def markdown_table(summaries: Sequence[dict[str, Any]]) -> str:
+    head = (
+        "| row | engine | knobs | PPL | ratio | mean gap | worst answer | > 1 nat | e "
+        "| allowed mean | allowed answer | allowed > 1 nat | verdict | error ids | as expected |\n"
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| --- | --- | --- |\n"
+    )
+    lines = []
+    for s in summaries:
+        a = s["allowance"]
+        mark = "yes" if s["meets"] else f"**NO** (expected {s['expected']})"
+        errors = ", ".join(f"`{e}`" for e in s["errors"]) or "–"
+        lines.append(
+            f"| {s['name']} | `{s['engine'].split('.', 1)[1]}` | {_knobs(s)} "
+            f"| {_num(s['ppl'], '.3f')} | {_num(s['ppl_ratio'], '.4f')} "
+            f"| {_num(s['mean_gap'], '.4f')} | {_num(s['worst_answer_gap'], '.3f')} "
+            f"| {_pct(s['large_gap_share'])} | {_num(a.get('excess'), '.4f')} "
+            f"| {_num(a.get('mean'), '.4f')} | {_num(a.get('answer'), '.3f')} "
+            f"| {_pct(a.get('large_share'))} | {_verdict(s)} | {errors} | {mark} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def docs_section(result: dict[str, Any]) -> str:
+    """Section 7 of ``docs/benchmarks.md``, from a results file."""
+    m = result["machine"]
+    summaries = result["rows"]
+    misses = [s["name"] for s in summaries if not s["meets"]]
+    shas = sorted({s.get("git_sha") or m.get("git_sha") or "?" for s in summaries})
+    verdict_line = (
+        "Every row meets its expectation."
+        if not misses
+        else "Rows that do not meet their expectation: " + ", ".join(misses) + "."
+    )
+    return f"""{HEADING}: honest lossy engines and cheats
+
+`{COMMAND}` (one row: `{COMMAND} --only NAME`) · `bench/calibrate.py` ·
+`bench/results/calibration.json`
+
+Each row is one whole verification on the `tiny` challenge, its spec and bounds as
+shipped: `examples/tiny-baseline` packaged with podium's engine code, the row's knobs in
+the bundle's `[engine.config]` (so the verifier reads them from the frozen config),
+run by `verifier.pipeline.verify` with the verifier's own reference engine and a process
+runner that stands in for the sandbox (`tests/sandbox_double.py`). Measured at commit
+{", ".join(f"`{s}`" for s in shas)} on a shared 2-core CPU machine ({m.get("cpu")}, load
+average {m.get("load_average")} at the end), {m.get("date")}.
+
+The gap at a sampled timed token is the reference's top logprob minus its logprob of the
+engine's token (nats); *mean gap* is over every sampled token, *worst answer* the
+highest mean gap of one sampled answer, *> 1 nat* the share of tokens whose gap is whole
+nats. *e* is the engine's scoring loss against the reference on the sampled PPL records
+(nats per token, clipped to the quality budget ln 1.05 = 0.0488 while the PPL is within
+the cap); the allowances are `integrity.reference_decode`'s arithmetic on it
+(`docs/measurement.md`). The model's own PPL on the held-out set is 23.404752; the cap is
+{result["cap"]:.4f}. A window is reproduced by the reference (judged against the
+windowed model), as is a declared dtype; quantisation is judged against the budget.
+
+{markdown_table(summaries)}
+{verdict_line} Left out: {"; ".join(f"`{k}` ({v})" for k, v in LEFT_OUT.items())}.
+"""
+
+
+def replace_section(text: str, section: str) -> str:
+    """``text`` with the section under ``HEADING`` (to the next ``## ``) replaced."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith(HEADING)), None)
+    if start is None:
+        return text.rstrip("\n") + "\n\n" + section
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    tail = "".join(lines[end:])
+    return "".join(lines[:start]) + section + ("\n" + tail if tail else "")
+
+
+def write_docs(result: dict[str, Any], path: Path = DOCS) -> None:
+    path.write_text(replace_section(path.read_text(encoding="utf-8"), docs_section(result)))
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("rows"), list) and "cap" in data:
+            return data
+    return None
+
+
+def _order(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    names = [r.name for r in rows()]
+    return sorted(summaries, key=lambda s: names.index(s["name"]) if s["name"] in names else 99)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.calibrate", description=__doc__)
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("decode", help="greedy answers and PPL of one honest engine")
-    d.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    d.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    d.add_argument("--url", help="an engine already serving the tiny model (HTTP protocol)")
-    d.add_argument("--label", required=True)
-    d.add_argument("--max-tokens", type=int, default=128)
-    d.add_argument("--out", required=True)
-    s = sub.add_parser("score", help="re-score answer files with the verifier's reference")
-    s.add_argument("files", nargs="+")
-    s.add_argument("--out")
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="comma-separated row names (see --list)")
+    parser.add_argument("--list", action="store_true", help="print the rows' names")
+    parser.add_argument("--table", action="store_true", help="re-write the docs table only")
+    parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--docs", type=Path, default=DOCS)
+    parser.add_argument("--keep", type=Path, help="keep each row's verification out here")
     args = parser.parse_args(argv)
-    decode(args) if args.cmd == "decode" else score(args)
-    return 0
+    every = rows()
+    if args.list:
+        print("\n".join(r.name for r in every))
+        return 0
+    from schemas.challenge import load_challenge
+
+    spec = load_challenge("tiny")
+    model_ppl = float(spec.quality.reference_ppl or 0.0)
+    cap = float(spec.quality.cap)
+    previous = _load(args.out)
+    if args.table:
+        if previous is None:
+            parser.error(f"no results in {args.out}: run without --table first")
+        write_docs(previous, args.docs)
+        return 0
+    chosen = every
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in {r.name for r in every}]
+        if unknown:
+            parser.error(f"unknown rows {unknown}; --list shows them")
+        chosen = [r for r in every if r.name in wanted]
+    kept = {s["name"]: s for s in (previous or {}).get("rows", [])} if args.only else {}
+    sha = machine().get("git_sha")
+    for row in chosen:
+        with tempfile.TemporaryDirectory(prefix="calibrate-") as tmp:
+            where = Path(tmp)
+            if args.keep is not None:
+                where = args.keep / row.name.replace(" ", "_").replace("=", "")
+                shutil.rmtree(where, ignore_errors=True)
+                where.mkdir(parents=True)
+            run = verify_row(row, where)
+        summary = summarise(row, run["report"], model_ppl=model_ppl, cap=cap, wall_s=run["wall_s"])
+        summary["git_sha"] = sha
+        kept[row.name] = summary
+        print(
+            f"{row.name}: {summary['verdict']} {summary['errors']} ppl={summary['ppl']} "
+            f"mean_gap={summary['mean_gap']} worst={summary['worst_answer_gap']} "
+            f"e={summary['allowance']['excess']} {'ok' if summary['meets'] else 'MISS'} "
+            f"({summary['wall_s']:.0f} s)",
+            flush=True,
+        )
+        result = {
+            "command": f"{COMMAND} {' '.join(argv if argv is not None else sys.argv[1:])}".strip(),
+            "machine": machine(),
+            "model_ppl": model_ppl,
+            "cap": cap,
+            "left_out": LEFT_OUT,
+            "rows": _order(list(kept.values())),
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    final = _load(args.out)
+    if final is not None:
+        write_docs(final, args.docs)
+    return 0 if all(s["meets"] for s in (final or {}).get("rows", [])) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
