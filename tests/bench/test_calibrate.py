@@ -1,0 +1,131 @@
+"""``bench.calibrate``'s own parts: its bundles, its table, its docs section.
+
+The rows themselves are whole verifications (about 30 s each on a 2-core machine); the
+script runs them. Here: what a row's bundle declares, and the pure arithmetic from
+reports to the table, the expectations and the section it replaces.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench import calibrate
+from submission.bundle import package
+from verifier.declared import declared_model
+
+CAP = 23.404752 * 1.05
+
+
+def _report(
+    verdict: str,
+    ppl: float,
+    errors: tuple[str, ...] = (),
+    *,
+    caching: str = "pass",
+    missing: str | None = None,
+) -> dict[str, Any]:
+    findings: list[dict[str, Any]] = [
+        {"check_id": e, "severity": "error", "message": "x"} for e in errors
+    ]
+    if missing:
+        findings.append(
+            {
+                "check_id": "verdict.checks-missing",
+                "severity": "warning",
+                "message": f"required checks did not pass: {missing}",
+            }
+        )
+    decode = {
+        "id": "integrity.reference-decode",
+        "status": "pass",
+        "details": {
+            "mean_gap": 0.03,
+            "worst_answer": {"record": 3, "mean_gap": 0.2},
+            "large_gap_share": 0.01,
+            "tokens": 1408,
+            "allowance": {
+                "excess": 0.02,
+                "mean": 0.06,
+                "answer": 0.36,
+                "large_share": 0.04,
+                "budget": 0.0488,
+            },
+            "reference_model": {"applied": {}, "budgeted": {"QUANTIZATION": "int8"}},
+        },
+    }
+    return {
+        "verdict": verdict,
+        "findings": findings,
+        "failure": None,
+        "metrics": {"ppl": {"value": ppl}, "tps": {"median": 400.0}},
+        "checks": [decode, {"id": "integrity.caching", "status": caching}],
+    }
+
+
+def _row(kind: str = "honest") -> calibrate.Row:
+    return calibrate.Row("int8", kind, config={"QUANTIZATION": "int8"})
+
+
+def test_every_row_has_a_unique_name_and_no_robustness_test_is_among_them() -> None:
+    names = [r.name for r in calibrate.rows()]
+    assert len(names) == len(set(names))
+    assert not {r.engine.split(":")[1] for r in calibrate.rows()} & set(calibrate.LEFT_OUT)
+
+
+def test_a_rows_knobs_reach_the_frozen_config_the_verifier_reads(tmp_path: Path) -> None:
+    row = calibrate.Row("W=16 bf16", "honest", config={"SLIDING_WINDOW": 16, "DTYPE": "bfloat16"})
+    src = calibrate.make_source(row, tmp_path)
+    packaged = package(src, tmp_path / "dist", build=False)
+    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
+    frozen = json.loads(calibrate._member(packaged.bundle.path, "engine-config.json"))
+    assert frozen["SLIDING_WINDOW"] == 16 and frozen["DTYPE"] == "bfloat16"
+    model = declared_model(frozen, "float32")
+    assert model.sliding_window == 16 and model.dtype == "bfloat16"
+    assert (src / "engine" / "engines" / "adversarial.py").is_file()
+
+
+def test_the_expectation_of_each_kind() -> None:
+    def meets(kind: str, report: dict[str, Any]) -> bool:
+        return bool(calibrate.summarise(_row(kind), report, model_ppl=23.404752, cap=CAP)["meets"])
+
+    assert meets("honest", _report("VERIFIED", 23.4))
+    assert not meets("honest", _report("REJECTED", 23.4, ("integrity.reference-decode",)))
+    assert meets("honest", _report("REJECTED", 26.3, ("ppl.cap",)))
+    assert not meets("honest", _report("REJECTED", 26.3, ("ppl.cap", "integrity.same-path")))
+    assert meets("cheat", _report("REJECTED", 23.4, ("integrity.reference-decode",)))
+    assert not meets("cheat", _report("VERIFIED", 23.4))
+    assert not meets("cheat", _report("FAILED", 23.4))
+
+
+def test_a_skipped_caching_check_alone_is_judged_verified_and_said_so() -> None:
+    report = _report("UNOFFICIAL", 23.4, caching="skip", missing="integrity.caching")
+    s = calibrate.summarise(_row(), report, model_ppl=23.404752, cap=CAP)
+    assert s["verdict"] == "UNOFFICIAL" and s["judged"] == "VERIFIED" and s["meets"]
+    assert "but for the caching skip" in calibrate.markdown_table([s])
+    other = _report("UNOFFICIAL", 23.4, caching="skip", missing="integrity.caching, tps.unstable")
+    assert not calibrate.summarise(_row(), other, model_ppl=23.404752, cap=CAP)["meets"]
+
+
+def test_the_table_carries_the_numbers_and_the_section_replaces_only_itself() -> None:
+    s = calibrate.summarise(
+        _row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0
+    )
+    table = calibrate.markdown_table([s])
+    assert "| int8 | `cheats:Honest` | `QUANTIZATION=int8` | 23.500 | 1.0041 | 0.0300 |" in table
+    assert "| 0.0200 | 0.0600 | 0.360 | 4.0 % | VERIFIED | – | yes |" in table
+    result = {
+        "machine": {"git_sha": "abc1234", "cpu": "cpu", "load_average": [1.0], "date": "d"},
+        "cap": CAP,
+        "rows": [s],
+    }
+    doc = (
+        "# B\n\n## 6. Views\n\nsix\n\n"
+        f"{calibrate.HEADING}: old title\n\nold table\n\n## 8. Cost\n\neight\n"
+    )
+    new = calibrate.replace_section(doc, calibrate.docs_section(result))
+    assert new.startswith("# B\n\n## 6. Views\n\nsix\n\n")
+    assert new.endswith("\n## 8. Cost\n\neight\n")
+    assert "old table" not in new and "`abc1234`" in new and table in new
+    assert calibrate.replace_section(new, calibrate.docs_section(result)) == new
