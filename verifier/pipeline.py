@@ -1,10 +1,13 @@
 """The verification pipeline, stage by stage.
 
-intake → environment → data → weights → rebuild → start → harness (ready, the timed
-evaluation with the PPL records and probes placed among the timed requests, the
-evaluation checks) → isolation → stop → reference (the verifier's own model judges a
-sample of the timed work, drawn with a fresh seed) → verdict → the one report builder
-(``verifier.report``) → signature.
+intake → environment → data → weights → rebuild → start → tokenizer and isolation (while
+the engine boots) → harness (ready, the timed evaluation with the PPL records and probes
+placed among the timed requests, the evaluation checks) → stop → cleanup → reference (the
+verifier's own model judges a sample of the timed work, drawn with a fresh seed) →
+teardown → verdict → the one report builder (``verifier.report``) → signature.
+
+Every stretch of the wall time from ``started`` to ``finished`` is a named stage of the
+report (what a callee does outside its own stages included), so the stages add up to it.
 
 Intake runs once: its result (``Intake``) flows to the runner, the checks and the report,
 and a caller that already ran it (the Jobs dispatcher) passes it in. Anything that goes
@@ -129,6 +132,14 @@ class _Run:
         self.ev.stage(name, "failed" if failed else "ok", failed or "")
         return result
 
+    def rest(self, name: str, since: float, first: int, note: str) -> None:
+        """Record as stage ``name`` the part of the time since ``since`` that the stages
+        from index ``first`` on do not cover: a callee's own set-up and teardown."""
+        covered = sum(s.seconds for s in self.record.stages[first:])
+        seconds = round(max(time.perf_counter() - since - covered, 0.0), 3)
+        self.record.stages.append(Stage(name, "ok", seconds, note))
+        self.ev.stage(name, "ok", f"{seconds:.1f} s, {note}")
+
     def fail(self, stage: str, message: str, log_tail: str | None = None) -> None:
         self.record.failure = Failure(stage=stage, message=message, log_tail=log_tail or None)
 
@@ -164,6 +175,7 @@ def _evaluate(run: _Run, handle: EngineHandle, renderer: TokenizerRenderer, mode
     req, sets, rec = run.req, run.sets, run.record
     assert sets is not None
     run.ev.stage("harness", "running")
+    since, first = time.perf_counter(), len(rec.stages)
     result = run_harness(
         handle.base_url,
         req.spec,
@@ -181,6 +193,7 @@ def _evaluate(run: _Run, handle: EngineHandle, renderer: TokenizerRenderer, mode
     rec.stages += result.stages
     for st in result.stages:
         run.ev.stage(st.name, st.status, st.note or "")
+    run.rest("harness", since, first, "the harness's own set-up and teardown")
     rec.checks += result.checks
     rec.findings += result.findings
     if result.evidence is not None:
@@ -214,7 +227,9 @@ def _isolation(run: _Run, runner: Runner, handle: EngineHandle) -> None:
         return
     assert run.sets is not None
     forbidden = [run.sets.prompts.path, run.sets.ppl.path]
-    status, summary, details, findings = runner.isolation(handle, forbidden_paths=forbidden)
+    status, summary, details, findings = run.timed(
+        "isolation", lambda: runner.isolation(handle, forbidden_paths=forbidden)
+    )
     details.pop("container", None)
     run.record.checks.append(CheckResult(INTEGRITY_ISOLATION, status, summary, details))
     if status == "fail":  # our sandbox, not the participant, is at fault: cannot evaluate
@@ -234,9 +249,14 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
     manifest = rec.intake.manifest if rec.intake else None
     if manifest is None or manifest.engine.kind != "vllm":
         return
-    labels = runtime.image_labels(rec.image.id if rec.image else None)
     tokens = sum(r.counted_tokens for r in result.tps.records) if result.tps else None
-    obs = runtime.observe(handle.base_url, handle.logs(1 << 22))
+    labels, obs = run.timed(
+        "runtime",
+        lambda: (
+            runtime.image_labels(rec.image.id if rec.image else None),
+            runtime.observe(handle.base_url, handle.logs(1 << 22)),
+        ),
+    )
     rec.findings += runtime.compare(
         obs,
         manifest.engine.config,
@@ -346,7 +366,6 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         rec.heldout = run.sets.heldout_summary()
         model, drafter = run.timed("weights", lambda: (pinned_model(spec), pinned_drafter(spec)))
         drafter_dir = drafter.path if drafter else None
-        renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
         rec.image = run.timed("rebuild", lambda: runner.prepare(opened, spec, on_log=run.ev.log))
         size = rec.image.size_bytes if rec.image else None
         if size is not None and size > spec.limits.image_bytes:
@@ -368,20 +387,32 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         run.fail(stage, str(exc))
         return
     try:
-        result = _evaluate(run, handle, renderer, model.path)
+        # while the engine boots: our tokenizer loads, the isolation probe waits out its
+        # timeouts; neither touches the timed work, which starts once the engine is ready
+        renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
+        _isolation(run, runner, handle)
+        if rec.failure is None:
+            result = _evaluate(run, handle, renderer, model.path)
         if rec.failure is None:
             _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
-        if rec.failure is None:
-            _isolation(run, runner, handle)
-        (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")
+    except PodiumError as exc:
+        run.fail(rec.stages[-1].name, str(exc))
     finally:
-        handle.stop()
-        runner.cleanup()
+
+        def stop() -> None:  # the engine's log is kept first: it ends with the engine
+            (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")
+            handle.stop()
+
+        run.timed("stop", stop)
+        run.timed("cleanup", runner.cleanup)
     if rec.failure is None:
+        since, first = time.perf_counter(), len(rec.stages)
         try:
             _reference(run, result, renderer, model.path, gpu)
         except PodiumError as exc:
             run.fail("reference", f"the verifier's reference engine failed: {exc}")
+        finally:
+            run.rest("reference-engine", since, first, "the reference engine's start and stop")
 
 
 def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:
@@ -392,16 +423,21 @@ def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:
     try:
         _pipeline(run, workdir)
     finally:
-        if req.runner is not None:
-            req.runner.cleanup()
-        if not req.keep_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+
+        def teardown() -> None:  # what a stage that raised left, and the bundle's copy
+            if req.runner is not None:
+                req.runner.cleanup()
+            if not req.keep_workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+        run.timed("teardown", teardown)
     return _finish(run)
 
 
 def _finish(run: _Run) -> Outcome:
     req, rec = run.req, run.record
     spec = req.spec
+    t0 = time.perf_counter()
     can_verify = req.runner is not None and req.runner.info.can_verify
     # A self-check is never VERIFIED: an unstable TPS is reported as such (its check and
     # finding stay in the report), not turned into "could not evaluate".
@@ -431,7 +467,9 @@ def _finish(run: _Run) -> Outcome:
                 hint="see each check's summary for what it could not observe",
             )
         )
-    doc = build_report(rec, verdict=verdict)
+    # the report's wall time ends here: building, signing and writing it follow (ms)
+    rec.stages.append(Stage("verdict", "ok", round(time.perf_counter() - t0, 3)))
+    doc = build_report(rec, verdict=verdict, finished=now_iso())
     signed = False
     if req.key is not None:
         doc = sign_report(doc, req.key)

@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,11 @@ def test_honest_baseline_is_verified_with_every_check_green(
     assert ppl["value"] <= ppl["cap"]
     assert report["metrics"]["tps"]["median"] > 0
     assert report["image"]["id"].startswith("sha256:")
+    # every second of the run is in a named stage: they add up to its wall time
+    started, finished = (datetime.fromisoformat(report[k]) for k in ("started", "finished"))
+    stages = {s["name"]: s["seconds"] for s in report["stages"]}
+    assert abs(sum(stages.values()) - (finished - started).total_seconds()) <= 1.0, stages
+    assert {"isolation", "stop", "cleanup", "reference", "reference-engine"} <= set(stages)
 
 
 def test_tampered_report_fails_signature_check(
