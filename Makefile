@@ -1,9 +1,11 @@
 # podium's entry points. Each target sets up what it needs on a fresh machine:
-#   make demo    venv + Docker engine + base images, then package, verify, publish, show
+#   make demo    venv + Docker engine + the two images it runs on (not the vLLM one), then
+#                package, verify, publish, show; one line per set-up step, logs in out/demo
 #   make test    venv + Docker engine + base images + lint + the test suite (what CI runs)
 #   make lint    ruff check, ruff format --check, mypy
 #   make lowest  the core dependencies at their lowest allowed versions, and the core tests
-#   make docker  install/start the Docker engine and build the local base images (root)
+#   make docker  install/start the Docker engine and build every local image, podium/vllm-cpu
+#                included (the tiny-vllm examples and the test suite need it; root)
 #   make bench   the CPU benchmarks of podium itself (docs/benchmarks.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -75,8 +77,10 @@ test: venv docker browser lint lowest
 	PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1 $(VENV)/bin/pytest -m "not gpu" -p no:cacheprovider \
 		--junitxml=$(ARTIFACTS)/junit.xml
 
-demo: venv docker
-	bash scripts/demo.sh
+# scripts/demo.sh sets up what it runs itself (make venv, the engine base image), one line
+# per step, so that the package managers' output stays in its log.
+demo:
+	MAKE="$(MAKE)" bash scripts/demo.sh
 
 # The CPU benchmarks (BENCH_ARGS=--quick for a shorter run): JSON results in bench/results/,
 # plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. The GPU part runs on the

@@ -13,19 +13,25 @@
 # ${PODIUM_CACHE:-/var/cache/podium}, so a machine that lost its images rebuilds them without
 # debootstrap or downloads. engines/images/IMAGES.md documents the images and the hash rule.
 #
-# PODIUM_IMAGES (default "engine-base vllm-cpu") names the images to build on top of the
-# base. Logs go to stderr with the prefix [build-images]; stdout gets one line, the
-# engine-base image id. Needs root (debootstrap) and a running Docker engine.
+# Usage: build-images.sh [IMAGE...], IMAGE one of base, engine-base, vllm-cpu; without
+# arguments, PODIUM_IMAGES (default "engine-base vllm-cpu") names the images to build on
+# top of the base, which is always made first. PODIUM_IMAGE_PREFIX (default "podium")
+# names the repositories (PREFIX/base, PREFIX/engine-base, PREFIX/vllm-cpu), so a second
+# set can be built beside the first without touching it. Logs go to stderr with the
+# prefix [build-images]; stdout gets one line, the id of the engine-base image (of the
+# base when engine-base is not asked for). Needs root (debootstrap) and a running Docker
+# engine.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 IMAGES_DIR=$ROOT/engines/images
 CACHE=${PODIUM_CACHE:-/var/cache/podium}
 LABEL=org.podium.inputs-sha256
-BASE_IMAGE=podium/base:bookworm
-ENGINE_REPO=podium/engine-base
+PREFIX=${PODIUM_IMAGE_PREFIX:-podium}
+BASE_IMAGE=$PREFIX/base:bookworm
+ENGINE_REPO=$PREFIX/engine-base
 ENGINE_ALIAS=$ENGINE_REPO:bookworm
-VLLM_REPO=podium/vllm-cpu
+VLLM_REPO=$PREFIX/vllm-cpu
 VLLM_ALIAS=$VLLM_REPO:0.32.0
 APT_DIR=${APT_DIR:-/etc/apt}
 
@@ -243,8 +249,13 @@ ensure_vllm_cpu() {
 }
 
 main() {
-    local t_all base_hash engine_hash engine_tag id
+    local t_all base_hash id images name
     t_all=$(now)
+    images=" ${*:-${PODIUM_IMAGES:-engine-base vllm-cpu}} "
+    for name in $images; do
+        [[ $name == base || $name == engine-base || $name == vllm-cpu ]] \
+            || die "unknown image $name (base, engine-base or vllm-cpu)"
+    done
     docker info >/dev/null 2>&1 || die "no Docker engine answers (run scripts/setup-docker.sh)"
     mkdir -p "$CACHE"
     exec 9>"$CACHE/build-images.lock"
@@ -257,7 +268,23 @@ main() {
         log "building $BASE_IMAGE (inputs ${base_hash:0:12})"
         build_base "$base_hash"
     fi
+    printf 'BASE_IMAGE=%s\n' "$BASE_IMAGE" >"$CACHE/images.env"
+    id=$(docker image inspect --format '{{.Id}}' "$BASE_IMAGE")
+    if [[ $images == *" engine-base "* ]]; then
+        ensure_engine_base "$base_hash"
+        id=$ENGINE_BASE_ID
+    fi
+    if [[ $images == *" vllm-cpu "* ]]; then
+        ensure_vllm_cpu "$base_hash"
+    fi
+    log "total took $(since "$t_all")"
+    echo "$id"
+}
 
+# podium/engine-base: rebuilt only when engines/images/engine-base or the base changed;
+# its image id goes to ENGINE_BASE_ID.
+ensure_engine_base() {
+    local base_hash=$1 engine_hash engine_tag
     engine_hash=$( (dir_listing "$IMAGES_DIR/engine-base"; echo "base $base_hash") | sha)
     engine_tag=$ENGINE_REPO:${engine_hash:0:12}
     if [[ $(image_label "$engine_tag") == "$engine_hash" ]]; then
@@ -267,15 +294,10 @@ main() {
         log "building $engine_tag"
         build_engine_base "$engine_hash" "$engine_tag"
     fi
-    id=$(docker image inspect --format '{{.Id}}' "$engine_tag")
-    printf 'BASE_IMAGE=%s\nENGINE_BASE_IMAGE=%s\nENGINE_BASE_ID=%s\n' \
-        "$BASE_IMAGE" "$engine_tag" "$id" >"$CACHE/images.env"
-    log "ENGINE_BASE_IMAGE=$engine_tag ($id), also $ENGINE_ALIAS; written to $CACHE/images.env"
-    if [[ " ${PODIUM_IMAGES:-engine-base vllm-cpu} " == *" vllm-cpu "* ]]; then
-        ensure_vllm_cpu "$base_hash"
-    fi
-    log "total took $(since "$t_all")"
-    echo "$id"
+    ENGINE_BASE_ID=$(docker image inspect --format '{{.Id}}' "$engine_tag")
+    printf 'ENGINE_BASE_IMAGE=%s\nENGINE_BASE_ID=%s\n' "$engine_tag" "$ENGINE_BASE_ID" \
+        >>"$CACHE/images.env"
+    log "ENGINE_BASE_IMAGE=$engine_tag ($ENGINE_BASE_ID), also $ENGINE_ALIAS; written to $CACHE/images.env"
 }
 
 # Sourced (by a test, to call one function), it defines the functions and runs nothing.

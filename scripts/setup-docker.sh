@@ -3,6 +3,9 @@
 # engine and debootstrap from Debian when absent, start dockerd when no engine answers,
 # then build the local base images (scripts/build-images.sh; nothing can be pulled).
 #
+# Usage: setup-docker.sh [--no-images]: with --no-images it stops once the engine answers
+# (scripts/demo.sh builds the images it needs itself, one step at a time).
+#
 # Idempotent: a second run finds everything in place and only checks. Runs as root.
 # dockerd listens on its Unix socket only (no TCP port); its log goes to
 # ${PODIUM_CACHE:-/var/cache/podium}/dockerd.log.
@@ -29,7 +32,8 @@ install_packages() {
     [[ $(id -u) == 0 ]] || die "installing ${missing[*]} needs root"
     t0=$(now)
     log "installing ${missing[*]} with apt-get"
-    export DEBIAN_FRONTEND=noninteractive
+    # needrestart (when installed) would otherwise ask, or list every service it restarts
+    export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a NEEDRESTART_SUSPEND=1
     apt-get update -qq >&2
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
     log "step apt-get install took $(since "$t0")"
@@ -66,6 +70,10 @@ main() {
     t0=$(now)
     install_packages
     start_dockerd
+    if [[ ${1:-} == --no-images ]]; then
+        log "total took $(since "$t0")"
+        return
+    fi
     id=$(bash "$ROOT/scripts/build-images.sh")
     log "base images ready; engine base image id $id"
     log "total took $(since "$t0")"
