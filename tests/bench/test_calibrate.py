@@ -108,6 +108,19 @@ def test_a_skipped_caching_check_alone_is_judged_verified_and_said_so() -> None:
     assert not calibrate.summarise(_row(), other, model_ppl=23.404752, cap=CAP)["meets"]
 
 
+def test_an_unstable_clock_alone_is_told_apart_from_a_trust_checks_miss() -> None:
+    def summary(kind: str, report: dict[str, Any]) -> dict[str, Any]:
+        return calibrate.summarise(_row(kind), report, model_ppl=23.404752, cap=CAP)
+
+    noisy = summary("honest", _report("FAILED", 23.4, ("tps.unstable",)))
+    assert not noisy["meets"] and noisy["noise_only"]
+    over = summary("honest", _report("REJECTED", 26.3, ("ppl.cap", "tps.unstable")))
+    assert not over["meets"] and over["noise_only"]
+    both = summary("honest", _report("REJECTED", 23.4, ("integrity.same-path", "tps.unstable")))
+    assert not both["meets"] and not both["noise_only"]
+    assert "the machine's noise" in calibrate.markdown_table([noisy])
+
+
 def test_the_table_carries_the_numbers_and_the_section_replaces_only_itself() -> None:
     s = calibrate.summarise(
         _row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0
