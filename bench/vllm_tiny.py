@@ -1,8 +1,10 @@
 """The tiny challenge on podium's baseline engine and on real vLLM, side by side, in one run.
 
 ``python -m bench.vllm_tiny [--rounds N]`` (about 4 minutes a round on 2 cores). Each round
-packages ``examples/tiny-baseline``, ``examples/tiny-vllm`` and ``examples/tiny-vllm-mtp``
-(the same with MTP drafting by the challenge's pinned drafter) and verifies each, one
+packages ``examples/tiny-baseline``, ``examples/tiny-vllm``, ``examples/tiny-vllm-mtp``
+(the same with MTP drafting by the challenge's pinned drafter) and ``examples/tiny-winning``
+(MTP, the warm-up and a sliding window of 16 inside the PPL cap: the champion's levers;
+``--engines`` picks a subset) and verifies each, one
 after the other, exactly as ``podium verify`` does (rebuild without cache, the strict
 sandbox, held-out PPL and TPS, the integrity checks, the reference engine). Per
 verification: the verdict, TPS (median of its trials), PPL, start-up time (container
@@ -27,7 +29,12 @@ from typing import Any
 
 from bench.common import REPO_ROOT, machine, write_result
 
-ENGINES = {"baseline": "tiny-baseline", "vllm": "tiny-vllm", "vllm-mtp": "tiny-vllm-mtp"}
+ENGINES = {
+    "baseline": "tiny-baseline",
+    "vllm": "tiny-vllm",
+    "vllm-mtp": "tiny-vllm-mtp",
+    "winning": "tiny-winning",
+}
 
 
 def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
@@ -84,18 +91,20 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         key: vllm[key] / base[key] for key in ("tps", "startup_s", "wall_s") if base[key]
     }
     out["ppl_relative_difference"] = abs(vllm["ppl"] / base["ppl"] - 1)
-    if "vllm-mtp" in out:
-        mtp = out["vllm-mtp"]
-        out["ratios_mtp_over_vllm"] = {
-            key: mtp[key] / vllm[key] for key in ("tps", "startup_s", "wall_s") if vllm[key]
-        }
+    for name in ("vllm-mtp", "winning"):
+        if name in out:
+            mine = out[name]
+            out[f"ratios_{name.replace('vllm-', '')}_over_vllm"] = {
+                key: mine[key] / vllm[key] for key in ("tps", "startup_s", "wall_s") if vllm[key]
+            }
     return out
 
 
-def run(rounds: int = 2) -> dict[str, Any]:
+def run(rounds: int = 2, engines: list[str] | None = None) -> dict[str, Any]:
     runs = []
+    chosen = engines or list(ENGINES)
     for i in range(rounds):
-        order = list(ENGINES) if i % 2 == 0 else list(reversed(ENGINES))
+        order = chosen if i % 2 == 0 else list(reversed(chosen))
         for engine in order:
             with tempfile.TemporaryDirectory(prefix=f"bench-{engine}-") as tmp:
                 result = verify_once(engine, Path(tmp))
@@ -112,14 +121,21 @@ def run(rounds: int = 2) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.vllm_tiny", description=__doc__)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--engines",
+        default=",".join(ENGINES),
+        help=f"comma-separated subset of {', '.join(ENGINES)} (baseline and vllm always run)",
+    )
     args = parser.parse_args(argv)
+    engines = [e for e in ENGINES if e in {"baseline", "vllm", *args.engines.split(",")}]
     before = machine()
     started = time.perf_counter()
-    data = run(args.rounds)
+    data = run(args.rounds, engines)
     result = {
         "machine": before,
         "load_average_after": machine()["load_average"],
-        "command": f"python -m bench.vllm_tiny --rounds {args.rounds}",
+        "command": f"python -m bench.vllm_tiny --rounds {args.rounds} --engines "
+        + ",".join(engines),
         "seconds": round(time.perf_counter() - started, 1),
         **data,
     }

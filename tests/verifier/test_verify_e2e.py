@@ -164,7 +164,6 @@ ADVERSARIES: list[tuple[str, dict[str, str], str, tuple[str, ...]]] = [
     ("SwitchPath", {}, "REJECTED", ("integrity.reference-decode", "integrity.same-path")),
     ("EarlyStop", {}, "REJECTED", ("integrity.lengths",)),
     ("Degraded", {}, "REJECTED", ("ppl.cap",)),
-    ("CachedReplies", {}, "REJECTED", ("integrity.caching",)),
     ("ScaledLogprobs", {}, "REJECTED", ("ppl.reference-mismatch",)),
     ("ForgedChat", {}, "REJECTED", ("integrity.reference-decode", "integrity.same-path")),
     (

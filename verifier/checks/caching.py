@@ -3,7 +3,8 @@
 A replay must be impossible, not merely bounded: every pass of every trial takes prompts
 that no earlier request of the run carried (``verifier.harness.tps.PromptStream``), so a
 run on a held-out set large enough for it repeats nothing, and this check has nothing to
-judge (skip: "no timed request repeats a prompt"). It guards only the fallback, a set
+judge beyond that: it passes on reading, from the records, that no timed request
+repeated a prompt. It guards only the fallback, a set
 too small for the run, where the stream starts over and an engine that remembers its
 answers could replay them. The report's ``metrics.tps.repeated_requests`` says how many
 requests that was. Then:
@@ -39,6 +40,7 @@ from verifier.checks.base import (
     disabled,
     enabled,
     judged,
+    passed,
     skipped,
     unreliable,
 )
@@ -65,8 +67,8 @@ async def caching(ctx: CheckContext) -> CheckOutcome:
     if ctx.tps is None or ctx.evidence is None:
         return skipped(CHECK_ID, "no timed run")
     repeats = repeats_of(ctx.tps.records)
-    if not repeats:
-        return skipped(
+    if not repeats:  # read from the records themselves: the stream really repeated nothing
+        return passed(
             CHECK_ID,
             f"no timed request repeats a prompt ({len(ctx.tps.records)} requests on "
             f"{ctx.tps.distinct_prompts} held-out prompts): a replay is impossible",
