@@ -35,6 +35,7 @@ from schemas.challenge import ChallengeSpec, ReferenceEngine
 from schemas.check_ids import (
     IMAGE_TOO_LARGE,
     INTEGRITY_ISOLATION,
+    PPL_CAP,
     TPS_UNSTABLE,
     VERDICT_CHECKS_MISSING,
     declared,
@@ -42,6 +43,7 @@ from schemas.check_ids import (
 from schemas.findings import Finding
 from schemas.report import FAILED, UNOFFICIAL, CheckResult, Failure, Stage
 from verifier.datasets import EvaluationSets, evaluation_sets
+from verifier.declared import DeclaredModel, declared_model
 from verifier.fingerprint import clean_gpu_findings, hardware_findings, take_fingerprint
 from verifier.harness import judge_with_reference, run_harness
 from verifier.harness.render import TokenizerRenderer
@@ -55,7 +57,7 @@ from verifier.weights import pinned_drafter, pinned_model
 LOG_TAIL = 4000
 
 #: how the verifier's reference engine is started: given the spec's reference settings
-ReferenceFactory = Callable[[ReferenceEngine], Runner]
+ReferenceFactory = Callable[[ReferenceEngine, DeclaredModel], Runner]
 
 
 class Events:
@@ -283,6 +285,13 @@ def _model_ppl(spec: ChallengeSpec, sets: EvaluationSets | None) -> float | None
     return float(spec.quality.reference_ppl)
 
 
+def _declared(run: _Run) -> DeclaredModel:
+    """The model as the entry declared it, as far as the reference reproduces it."""
+    manifest = run.record.intake.manifest if run.record.intake else None
+    config = manifest.engine.config if manifest is not None else None
+    return declared_model(config, run.req.spec.reference.dtype)
+
+
 def _reference(
     run: _Run, result: HarnessResult, renderer: TokenizerRenderer, model_dir: Path, gpu: bool
 ) -> None:
@@ -291,6 +300,7 @@ def _reference(
     seed = secrets.randbits(64)  # drawn only now that every timed request has been answered
     model_ppl = _model_ppl(spec, run.sets)
     rec.seeds["sample"] = f"{seed:016x}"
+    declared = _declared(run)
     factory = run.req.reference
     if factory is None:  # checks that need the reference say so (skip); same-path uses values
         outcomes = run.timed(
@@ -305,7 +315,7 @@ def _reference(
             ),
         )
     else:
-        runner = factory(spec.reference)
+        runner = factory(spec.reference, declared)
         handle = None
         try:
             handle = runner.start(spec, model_dir=model_dir, gpu=gpu)
@@ -319,6 +329,7 @@ def _reference(
                     vocab_size=renderer.vocab_size,
                     sample_seed=seed,
                     model_ppl=model_ppl,
+                    declared=declared,
                     ready_timeout_s=spec.limits.startup_s,
                     is_alive=started.is_alive,
                 ),
@@ -331,6 +342,10 @@ def _reference(
         if outcome.result is not None:
             rec.checks.append(outcome.result)
         rec.findings += outcome.findings
+    cap = next((c for c in rec.checks if c.id == PPL_CAP), None)
+    ppl = rec.metrics.get("ppl")
+    if cap is not None and cap.details and ppl and "engine_ppl" in cap.details:
+        ppl.update(value=cap.details["ppl"], engine_value=cap.details["engine_ppl"])
 
 
 def _pipeline(run: _Run, workdir: Path) -> None:
