@@ -27,7 +27,7 @@ from typing import Any
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.findings import errors_in
-from submission.sweep_answer import Answer, answer, given_margin, measured_margin
+from submission.sweep_answer import Answer, answer, given_margin, latest, measured_margin
 from submission.sweep_plan import BASELINE, Knob, Point, grid, order, schedule
 from submission.sweep_points import config_diff, materialise, point_toml, read_config
 from submission.sweep_store import Measurement, SweepFile, append, measurement_of, open_sweep
@@ -77,6 +77,8 @@ class SweepRequest:
     #: None: measure the margin on the held-out set; else this many PPL units
     margin: float | None = None
     remeasure: bool = False
+    #: measure again the points whose latest run could not be evaluated (FAILED)
+    retry_failed: bool = False
     base_digest: str | None = None
 
 
@@ -170,8 +172,8 @@ class Sweeper:
         self.ev.end(m, self.sweep)
         return m
 
-    def run_schedule(self, plan: list[Point]) -> None:
-        self.ev.plan(len(plan), 0)
+    def run_schedule(self, plan: list[Point], done: int = 0) -> None:
+        self.ev.plan(len(plan), done)
         for point in plan:
             self.run(point, "baseline" if point == BASELINE else "point")
 
@@ -185,7 +187,15 @@ class Sweeper:
                 for c in first.candidates
                 if c.point in first.front and c.ppl is not None and c.heldout_ppl is not None
             ]
-            margin = measured_margin(pairs)
+            held = latest(self.sweep.measurements, "heldout")
+            failed = sum(
+                1
+                for c in first.candidates
+                if c.point in first.front
+                and held.get(_key(c))
+                and held[_key(c)].verdict == "FAILED"
+            )
+            margin = measured_margin(pairs, failed=failed)
         return answer(self.sweep.measurements, cap, margin)
 
     def measure_heldout(self) -> None:
@@ -193,7 +203,7 @@ class Sweeper:
         if self.req.margin is not None:
             return
         first = answer(self.sweep.measurements, self.req.spec.quality.cap, given_margin(0.0))
-        done = self.sweep.done("heldout")
+        done = self.sweep.done("heldout", retry_failed=self.req.retry_failed)
         todo = [c for c in first.candidates if c.point in first.front and _key(c) not in done]
         if todo:
             self.ev.plan(len(todo), 0)
@@ -227,13 +237,13 @@ def run_sweep(
         points = order(grid(req.knobs, sweeper.base), req.seed)
         for point in points:
             sweeper.check(point)
-        done = sweeper.sweep.done("point")
+        done = sweeper.sweep.done("point", retry_failed=req.retry_failed)
         todo = [p for p in points if p.key not in done]
         need_baseline = "baseline" not in {m.role for m in sweeper.sweep.in_round()}
         plan = schedule(todo, baseline_every=req.baseline_every, start_with_baseline=True)
         if not plan and need_baseline:
             plan = [BASELINE]
-        sweeper.run_schedule(plan)
+        sweeper.run_schedule(plan, len(points) - len(todo))
     sweeper.measure_heldout()
     return finish(sweeper)
 

@@ -184,10 +184,19 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
     return front
 
 
-def measured_margin(pairs: list[tuple[str, float, float]]) -> Margin:
-    """``pairs``: (label, public PPL, held-out PPL). The largest rise, never below 0."""
+def measured_margin(pairs: list[tuple[str, float, float]], *, failed: int = 0) -> Margin:
+    """``pairs``: (label, public PPL, held-out PPL). The largest rise, never below 0.
+
+    ``failed``: held-out runs of the front that could not be evaluated; with no pair, the
+    margin is unknown and taken as 0, which the line says (with what to do about it)."""
     if not pairs:
-        return Margin(0.0, "none", [], ["margin = 0 (no point was measured on the held-out set)"])
+        why = (
+            f"{failed} held-out run(s) of the front FAILED: rerun with --retry-failed, "
+            "or give --margin"
+            if failed
+            else "no point was measured on the held-out set"
+        )
+        return Margin(0.0, "none", [], [f"margin = 0, unknown ({why})"])
     rises = [(label, pub, held, held - pub) for label, pub, held in pairs]
     lines = [
         f"  {label}: held-out {held:.4f} - public {pub:.4f} = {d:+.4f}"

@@ -12,6 +12,7 @@ import statistics
 import time
 from typing import Any, ClassVar
 
+from rich import box
 from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -48,13 +49,22 @@ def fmt_ppl(v: float | None) -> str:
 def fmt_tps(tps: float | None, ci: list[float] | None) -> str:
     if tps is None:
         return "-"
-    return f"{tps:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else f"{tps:.1f}"
+    return f"{tps:.1f} [{ci[0]:.0f}, {ci[1]:.0f}]" if ci else f"{tps:.1f}"
 
 
 def fmt_rel(rel: float | None, ci: list[float] | None = None) -> str:
     if rel is None:
         return "-"
-    return f"{rel:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{rel:.3f}x"
+    return f"{rel:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{rel:.2f}x"
+
+
+def failing_cell(failing: list[str], verdict: str, reason: str) -> str:
+    """The failing check ids, one a line; for a run that could not be evaluated, why."""
+    if failing:
+        return "\n".join(failing)
+    if verdict == "FAILED" and reason:
+        return f"failed at {reason.split(':', 1)[0]}"
+    return reason[:60] if verdict == "INVALID" else ""
 
 
 def measurement_row(m: Measurement, sweep: SweepFile) -> list[str]:
@@ -62,21 +72,35 @@ def measurement_row(m: Measurement, sweep: SweepFile) -> list[str]:
     return [
         str(m.seq),
         m.role,
-        Point.of(m.changes).label(),
+        Point.of(m.changes).label("\n"),
         fmt_ppl(m.ppl),
         fmt_tps(m.tps, m.tps_ci95),
         fmt_rel(rel, ci),
         label_of(m.verdict, m.role),
-        " ".join(m.failing),
+        failing_cell(m.failing, m.verdict, m.reason),
     ]
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], styles: list[str]) -> Table:
-    table = Table(title=title, title_justify="left", show_lines=False)
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for col in columns:
-        table.add_column(col, overflow="fold")
+        wide = col in ("knobs", "point")
+        failing = col.startswith("failing")
+        table.add_column(
+            col,
+            overflow="fold",
+            no_wrap=not (wide or failing),
+            min_width=22 if wide else 26 if failing else None,
+            max_width=24 if wide else None,
+        )
     for row, style in zip(rows, styles, strict=True):
-        cells = [text(c) for c in row]
+        cells = [text(c, multiline=True) for c in row]
         cells[-2].stylize(style)
         table.add_row(*cells)
     return table
@@ -144,6 +168,8 @@ class LiveSweep(SweepEvents):
     def plan(self, total: int, done: int) -> None:
         task = self.bar.tasks[0]
         self.bar.update(self.task, total=(task.total or 0) + total, completed=task.completed)
+        if done:
+            self.console.print(f"resuming: {done} point(s) already measured", highlight=False)
         if not self.live_mode:
             self.console.print(f"sweep: {total} measurement(s) to run", highlight=False)
 
@@ -166,8 +192,8 @@ class LiveSweep(SweepEvents):
             self.console.print(
                 text(
                     f"  #{row[0]} {row[1]:<8} {row[2]}: PPL {row[3]}, TPS {row[4]}, "
-                    f"{row[6]}{' ' + row[7] if row[7] else ''} ({m.seconds:.0f} s)"
-                    + (f"; {eta}" if eta else "")
+                    f"{row[6]}{' ' + row[7].replace(chr(10), ' ') if row[7] else ''} "
+                    f"({m.seconds:.0f} s)" + (f"; {eta}" if eta else "")
                 ),
                 highlight=False,
             )
@@ -184,13 +210,13 @@ def candidate_row(c: Candidate, answer: Answer) -> list[str]:
         marks.append("recommended")
     held = "-" if c.heldout_ppl is None else f"{c.heldout_ppl:.4f}"
     return [
-        c.label,
+        Point.of(c.changes).label("\n"),
         fmt_ppl(c.ppl),
         held,
-        fmt_tps(c.tps, c.tps_ci95),
+        fmt_tps(c.tps, None),
         fmt_rel(c.rel, c.rel_ci95),
         label_of(c.verdict, "point"),
-        " ".join(c.failing) or ", ".join(marks),
+        failing_cell(c.failing, c.verdict, c.reason) or ", ".join(marks),
     ]
 
 
@@ -198,8 +224,8 @@ def answer_table(answer: Answer) -> Table:
     columns = [
         "point",
         "PPL",
-        "held-out PPL",
-        "TPS [95 %]",
+        "held-out",
+        "TPS",
         "vs baseline",
         "verdict",
         "failing / mark",

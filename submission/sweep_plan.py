@@ -118,6 +118,15 @@ def parse_knob(option: str) -> Knob:
     return Knob(name, choices=tuple(unique))
 
 
+def short(value: Any) -> str:
+    """A knob's value for people: ``none``, ``16``, ``{method=mtp,num_speculative_tokens=3}``."""
+    if value is None:
+        return UNSET
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}={short(v)}" for k, v in value.items()) + "}"
+    return value if isinstance(value, str) else canonical(value)
+
+
 def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
@@ -145,12 +154,10 @@ class Point:
                 merged[name] = value
         return merged
 
-    def label(self) -> str:
+    def label(self, sep: str = " ") -> str:
         if not self.changes:
             return "(the directory's config)"
-        return " ".join(
-            f"{k}={UNSET if v is None else canonical(v)}" for k, v in self.changes.items()
-        )
+        return sep.join(f"{k}={short(v)}" for k, v in self.changes.items())
 
     @classmethod
     def of(cls, changes: dict[str, Any]) -> Point:

@@ -4,7 +4,8 @@ PPL on x (lower is better), TPS on y; the cap as the page's dashed red line, the
 ``cap - margin`` limit beside it, the Pareto front as the page's green step line, points
 coloured as the page colours verdicts (a passing self-check as UNOFFICIAL, ochre), each
 rejected or failed point labelled with its failing check ids, the recommendation ringed.
-TPS is each point's own median; the relative TPS the front is judged on is in the table.
+TPS is drift-corrected: each point's TPS relative to the baselines measured beside it,
+times the median of all baseline runs (what the front is judged on, in TPS units).
 """
 
 from __future__ import annotations
@@ -33,8 +34,20 @@ def _color(c: Candidate) -> str:
     return COLORS["UNOFFICIAL"] if c.passed else COLORS.get(c.verdict, MUTED)
 
 
+def _corrected(answer: Answer) -> dict[str, float]:
+    base = next((c for c in answer.candidates if c.is_baseline and c.tps), None)
+    out = {}
+    for c in answer.candidates:
+        if c.rel is not None and base is not None and base.tps:
+            out[c.point] = c.rel * base.tps
+        elif c.tps is not None:
+            out[c.point] = c.tps
+    return out
+
+
 def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
-    pts = [c for c in answer.candidates if c.ppl is not None and c.tps is not None]
+    tps = _corrected(answer)
+    pts = [c for c in answer.candidates if c.ppl is not None and c.point in tps]
     fig, ax = plt.subplots(figsize=(7.2, 4.9), dpi=110)
     ax.set_facecolor("#ffffff")
     ax.grid(color=GRID, linewidth=1)
@@ -71,15 +84,15 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
     front = [c for c in pts if c.point in answer.front]
     front.sort(key=lambda c: float(c.ppl or 0))
     if front:
-        xs, ys = [float(front[0].ppl or 0)], [float(front[0].tps or 0)]
+        xs, ys = [float(front[0].ppl or 0)], [tps[front[0].point]]
         for c in front[1:]:  # the page's step: across at the old TPS, then up
             xs += [float(c.ppl or 0), float(c.ppl or 0)]
-            ys += [ys[-1], float(c.tps or 0)]
+            ys += [ys[-1], tps[c.point]]
         ax.plot(xs, ys, color=COLORS["VERIFIED"], linewidth=1.5, label="Pareto front", zorder=2)
     for c in pts:
         ax.scatter(
             [float(c.ppl or 0)],
-            [float(c.tps or 0)],
+            [tps[c.point]],
             s=49,
             color=_color(c),
             zorder=3,
@@ -91,17 +104,17 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             note += "\n" + (", ".join(c.failing) or c.verdict)
         ax.annotate(
             note,
-            (c.ppl, c.tps),
+            (c.ppl, tps[c.point]),
             xytext=(6, 4),
             textcoords="offset points",
             fontsize=7,
             color=FG if c.passed else COLORS.get(c.verdict, MUTED),
         )
     best = answer.candidate(answer.recommended)
-    if best is not None and best.ppl is not None and best.tps is not None:
+    if best is not None and best.ppl is not None and best.point in tps:
         ax.scatter(
             [best.ppl],
-            [best.tps],
+            [tps[best.point]],
             s=190,
             facecolors="none",
             edgecolors=FG,
@@ -130,12 +143,15 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
         plt.Line2D([], [], marker="s", linestyle="", color=MUTED, label="baseline config"),
     ]
     ax.legend(
-        handles=handles + ax.get_legend_handles_labels()[0], fontsize=7, frameon=False, loc="best"
+        handles=handles + ax.get_legend_handles_labels()[0],
+        fontsize=7,
+        frameon=False,
+        loc="lower left",
     )
     ax.set_xlabel("PPL (lower is better)", color=MUTED)
-    ax.set_ylabel("TPS", color=MUTED)
+    ax.set_ylabel("TPS (drift-corrected)", color=MUTED)
     if pts:
-        ax.set_ylim(0, max(float(c.tps or 0) for c in pts) * 1.12)
+        ax.set_ylim(0, max(tps[c.point] for c in pts) * 1.12)
     if title:
         ax.set_title(title, color=FG, fontsize=10, loc="left")
     fig.tight_layout()

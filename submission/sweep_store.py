@@ -142,9 +142,11 @@ class SweepFile:
     def in_round(self) -> list[Measurement]:
         return [m for m in self.measurements if m.round == self.round]
 
-    def done(self, role: str) -> set[str]:
-        """Keys of the points this round has measured in ``role``."""
-        return {m.key for m in self.in_round() if m.role == role}
+    def done(self, role: str, *, retry_failed: bool = False) -> set[str]:
+        """Keys of the points this round has measured in ``role`` (with ``retry_failed``,
+        not those whose latest run could not be evaluated: FAILED)."""
+        latest = {m.key: m for m in self.in_round() if m.role == role}
+        return {k for k, m in latest.items() if not (retry_failed and m.verdict == "FAILED")}
 
     def last_role(self) -> str | None:
         mine = self.in_round()
@@ -178,11 +180,14 @@ def load(path: Path) -> SweepFile:
 
 
 def append(path: Path, doc: dict[str, Any]) -> None:
-    """Append one line, durably."""
+    """Append one line, durably; after a torn last line (a kill mid-write), on a new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
         os.write(fd, data)
         os.fsync(fd)
     finally:

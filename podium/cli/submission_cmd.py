@@ -569,6 +569,12 @@ def sweep_cmd(
     remeasure: Annotated[
         bool, typer.Option("--remeasure", help="Measure every point again (a new round).")
     ] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed", help="Measure again the points that could not be evaluated."
+        ),
+    ] = False,
     challenge: ChallengeOpt = None,
     runner: LocalRunnerOpt = LocalRunner.local_docker,
     out: Annotated[Path, out_option("Folder for the sweep's file, runs, plot and answer")] = Path(
@@ -615,6 +621,7 @@ def sweep_cmd(
         search=Budget.parse(search) if search is not None else None,
         margin=margin,
         remeasure=remeasure,
+        retry_failed=retry_failed,
         base_digest=base_digest,
     )
     measure = _pipeline_measure(spec, runner)
