@@ -185,7 +185,19 @@ def verify_row(row: Row, where: Path) -> dict[str, Any]:
             reference=reference_runner,
         )
     )
-    return {"report": outcome.report, "wall_s": time.perf_counter() - t0}
+    wall_s = time.perf_counter() - t0
+    log = where / "out" / "engine.log"
+    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    return {"report": outcome.report, "wall_s": wall_s, "stats": cheat_stats(text)}
+
+
+def cheat_stats(log: str) -> dict[str, int] | None:
+    """The last ``CHEAT-STATS`` line of an engine log: what a replaying cheat really did."""
+    lines = [x for x in log.splitlines() if x.startswith("CHEAT-STATS ")]
+    if not lines:
+        return None
+    stats: dict[str, int] = json.loads(lines[-1].split(" ", 1)[1])
+    return stats
 
 
 def _member(bundle: Path, name: str) -> bytes:
@@ -207,7 +219,13 @@ def _check(report: dict[str, Any], check_id: str) -> dict[str, Any] | None:
 
 
 def summarise(
-    row: Row, report: dict[str, Any], *, model_ppl: float, cap: float, wall_s: float | None = None
+    row: Row,
+    report: dict[str, Any],
+    *,
+    model_ppl: float,
+    cap: float,
+    wall_s: float | None = None,
+    stats: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """One table row from a verification report: the numbers and whether they meet the
     expectation of the row's kind."""
@@ -253,6 +271,7 @@ def summarise(
         "failure": (report.get("failure") or {}).get("message") if report.get("failure") else None,
         "ppl": ppl,
         "ppl_ratio": ppl / model_ppl if ppl is not None else None,
+        "engine_ppl": (metrics.get("ppl") or {}).get("engine_value", ppl),
         "tps": float(tps) if tps is not None else None,
         "decode_status": (decode or {}).get("status"),
         "mean_gap": details.get("mean_gap"),
@@ -265,6 +284,7 @@ def summarise(
         "reference_applied": reference_model.get("applied"),
         "reference_budgeted": reference_model.get("budgeted"),
         "wall_s": wall_s,
+        "cheat_stats": stats,
     }
     out["expected"], out["meets"] = expectation(out, cap)
     # an unstable clock is the machine's noise, not the trust checks' judgement: what the
@@ -280,6 +300,11 @@ def summarise(
 def expectation(summary: dict[str, Any], cap: float) -> tuple[str, bool]:
     """What the row's kind must show, and whether it does."""
     verdict, errors, ppl = summary["judged"], set(summary["errors"]), summary["ppl"]
+    stats = summary.get("cheat_stats") or {}
+    if summary["kind"] == "cheat" and stats and stats.get("replayed_tokens") == 0:
+        # a replaying cheat on a stream with no repeat had nothing to replay: it computed
+        # every token, so it is an honest engine and must be judged as one
+        return "VERIFIED (nothing to replay)", verdict == "VERIFIED" and not errors
     if summary["kind"] == "cheat":
         return "REJECTED", verdict == "REJECTED"
     if ppl is not None and ppl > cap:
@@ -295,6 +320,15 @@ def _num(value: Any, spec: str) -> str:
 
 def _pct(value: Any) -> str:
     return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def _ppl(summary: dict[str, Any]) -> str:
+    """The judged PPL, and the engine's own where flattery made it lower."""
+    text = _num(summary["ppl"], ".3f")
+    own = summary.get("engine_ppl")
+    if own is not None and summary["ppl"] is not None and own < summary["ppl"] - 5e-4:
+        text += f" (engine's {own:.3f})"
+    return text
 
 
 def _knobs(summary: dict[str, Any]) -> str:
@@ -320,12 +354,15 @@ def markdown_table(summaries: Sequence[dict[str, Any]]) -> str:
     for s in summaries:
         a = s["allowance"]
         mark = "yes" if s["meets"] else f"**NO** (expected {s['expected']})"
+        if s["meets"] and s["expected"].startswith("VERIFIED (nothing"):
+            computed = (s.get("cheat_stats") or {}).get("computed_tokens")
+            mark = f"yes: nothing to replay, all {computed} tokens computed"
         if s.get("noise_only"):
             mark = "yes but for `tps.unstable` (the machine's noise)"
         errors = ", ".join(f"`{e}`" for e in s["errors"]) or "–"
         lines.append(
             f"| {s['name']} | `{s['engine'].split('.', 1)[1]}` | {_knobs(s)} "
-            f"| {_num(s['ppl'], '.3f')} | {_num(s['ppl_ratio'], '.4f')} "
+            f"| {_ppl(s)} | {_num(s['ppl_ratio'], '.4f')} "
             f"| {_num(s['mean_gap'], '.4f')} | {_num(s['worst_answer_gap'], '.3f')} "
             f"| {_pct(s['large_gap_share'])} | {_num(a.get('excess'), '.4f')} "
             f"| {_num(a.get('mean'), '.4f')} | {_num(a.get('answer'), '.3f')} "
@@ -406,6 +443,39 @@ def _load(path: Path) -> dict[str, Any] | None:
     return None
 
 
+def _keep_dir(keep: Path, row: Row) -> Path:
+    return keep / row.name.replace(" ", "_").replace("=", "")
+
+
+def _from_keep(
+    keep: Path, previous: dict[str, Any], model_ppl: float, cap: float
+) -> list[dict[str, Any]]:
+    """The results' rows re-summarised from the reports and logs kept under ``keep``."""
+    old = {s["name"]: s for s in previous["rows"]}
+    out = []
+    for row in rows():
+        where = _keep_dir(keep, row) / "out"
+        if not (where / "report.json").is_file():
+            if row.name in old:
+                out.append(old[row.name])
+            continue
+        report = json.loads((where / "report.json").read_text(encoding="utf-8"))
+        log = where / "engine.log"
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        before = old.get(row.name, {})
+        summary = summarise(
+            row,
+            report,
+            model_ppl=model_ppl,
+            cap=cap,
+            wall_s=before.get("wall_s"),
+            stats=cheat_stats(text),
+        )
+        summary["git_sha"] = before.get("git_sha")
+        out.append(summary)
+    return out
+
+
 def _order(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     names = [r.name for r in rows()]
     return sorted(summaries, key=lambda s: names.index(s["name"]) if s["name"] in names else 99)
@@ -422,7 +492,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULT)
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--note", help="a sentence on what was measured, kept in the results")
-    parser.add_argument("--keep", type=Path, help="keep each row's verification out here")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep each row's verification here (with --table: rebuild the rows from it)",
+    )
     args = parser.parse_args(argv)
     every = rows()
     if args.list:
@@ -437,8 +511,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         if previous is None:
             parser.error(f"no results in {args.out}: run without --table first")
+        if args.keep is not None:  # rebuild the rows from the kept verifications
+            previous["rows"] = _order(_from_keep(args.keep, previous, model_ppl, cap))
         if args.note is not None:
             previous["note"] = args.note
+        if args.note is not None or args.keep is not None:
             args.out.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
         write_docs(previous, args.docs)
         return 0
@@ -462,11 +539,18 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="calibrate-") as tmp:
             where = Path(tmp)
             if args.keep is not None:
-                where = args.keep / row.name.replace(" ", "_").replace("=", "")
+                where = _keep_dir(args.keep, row)
                 shutil.rmtree(where, ignore_errors=True)
                 where.mkdir(parents=True)
             run = verify_row(row, where)
-        summary = summarise(row, run["report"], model_ppl=model_ppl, cap=cap, wall_s=run["wall_s"])
+        summary = summarise(
+            row,
+            run["report"],
+            model_ppl=model_ppl,
+            cap=cap,
+            wall_s=run["wall_s"],
+            stats=run["stats"],
+        )
         summary["git_sha"] = sha
         kept[row.name] = summary
         print(

@@ -121,6 +121,20 @@ def test_an_unstable_clock_alone_is_told_apart_from_a_trust_checks_miss() -> Non
     assert "the machine's noise" in calibrate.markdown_table([noisy])
 
 
+def test_a_replaying_cheat_with_nothing_to_replay_is_judged_as_honest() -> None:
+    stats = {"computed_tokens": 1600, "replayed_tokens": 0}
+    row = calibrate.Row("ReplayShaped", "cheat", engine="engines.cheats:ReplayShaped")
+    s = calibrate.summarise(
+        row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=stats
+    )
+    assert s["meets"] and "all 1600 tokens computed" in calibrate.markdown_table([s])
+    replayed = {"computed_tokens": 100, "replayed_tokens": 1500}
+    s = calibrate.summarise(
+        row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=replayed
+    )
+    assert not s["meets"]
+
+
 def test_the_table_carries_the_numbers_and_the_section_replaces_only_itself() -> None:
     s = calibrate.summarise(
         _row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0
