@@ -16,7 +16,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.podium-installed
 ARTIFACTS := test-artifacts
 
-.PHONY: venv docker browser lint lowest test demo bench gpu-wheels
+.PHONY: venv demo-venv docker browser lint lowest test demo bench gpu-wheels
 
 venv: $(STAMP)
 
@@ -77,10 +77,21 @@ test: venv docker browser lint lowest
 	PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1 $(VENV)/bin/pytest -m "not gpu" -p no:cacheprovider \
 		--junitxml=$(ARTIFACTS)/junit.xml
 
-# scripts/demo.sh sets up what it runs itself (make venv, the engine base image), one line
-# per step, so that the package managers' output stays in its log.
+# scripts/demo.sh sets up what it runs itself (make demo-venv, the engine base image), one
+# line per step, so that the package managers' output stays in its log.
 demo:
 	MAKE="$(MAKE)" bash scripts/demo.sh
+
+# What the demo runs and no more: the core with the engine and docker extras (make venv
+# adds the test tools and the data and sweep extras); nothing to do once make venv ran.
+DEMO_STAMP := $(VENV)/.podium-demo-installed
+
+demo-venv: $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	test $(STAMP) -nt pyproject.toml || $(PY) -m pip install --quiet -e '.[engine,docker]' 'torch==2.13.0'
+	touch $@
 
 # The CPU benchmarks (BENCH_ARGS=--quick for a shorter run): JSON results in bench/results/,
 # plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. The GPU part runs on the
