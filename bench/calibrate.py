@@ -62,6 +62,8 @@ class Row:
     engine: str = "engines.cheats:Honest"
     config: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    #: its only cheat is replaying an answer to a prompt seen before
+    replays: bool = False
 
 
 def rows() -> list[Row]:
@@ -71,8 +73,9 @@ def rows() -> list[Row]:
     ]
     honest += [Row(q, "honest", config={"QUANTIZATION": q}) for q in ("int8", "int4")]
     honest += [Row("bf16", "honest", config={"DTYPE": "bfloat16"})]
+    replayers = {"ReplayCheapControls", "ReplaySlowNeighbour", "ReplayShaped", "CachedReplies"}
     cheats = [
-        Row(name, "cheat", engine=f"engines.cheats:{name}")
+        Row(name, "cheat", engine=f"engines.cheats:{name}", replays=name in replayers)
         for name in (
             "ReplayCheapControls",
             "ReplaySlowNeighbour",
@@ -83,7 +86,7 @@ def rows() -> list[Row]:
         )
     ]
     cheats += [
-        Row(name, "cheat", engine=f"engines.adversarial:{name}")
+        Row(name, "cheat", engine=f"engines.adversarial:{name}", replays=name in replayers)
         for name in (
             "InflatedUsage",
             "PositiveLogprobs",
@@ -285,6 +288,9 @@ def summarise(
         "reference_budgeted": reference_model.get("budgeted"),
         "wall_s": wall_s,
         "cheat_stats": stats,
+        "replays": row.replays,
+        "no_repeat": caching.get("status") == "pass"
+        and "no timed request repeats" in str(caching.get("summary", "")),
     }
     out["expected"], out["meets"] = expectation(out, cap)
     # an unstable clock is the machine's noise, not the trust checks' judgement: what the
@@ -301,7 +307,8 @@ def expectation(summary: dict[str, Any], cap: float) -> tuple[str, bool]:
     """What the row's kind must show, and whether it does."""
     verdict, errors, ppl = summary["judged"], set(summary["errors"]), summary["ppl"]
     stats = summary.get("cheat_stats") or {}
-    if summary["kind"] == "cheat" and stats and stats.get("replayed_tokens") == 0:
+    nothing = stats.get("replayed_tokens") == 0 if stats else summary.get("no_repeat", False)
+    if summary["kind"] == "cheat" and summary.get("replays") and nothing:
         # a replaying cheat on a stream with no repeat had nothing to replay: it computed
         # every token, so it is an honest engine and must be judged as one
         return "VERIFIED (nothing to replay)", verdict == "VERIFIED" and not errors
@@ -356,7 +363,9 @@ def markdown_table(summaries: Sequence[dict[str, Any]]) -> str:
         mark = "yes" if s["meets"] else f"**NO** (expected {s['expected']})"
         if s["meets"] and s["expected"].startswith("VERIFIED (nothing"):
             computed = (s.get("cheat_stats") or {}).get("computed_tokens")
-            mark = f"yes: nothing to replay, all {computed} tokens computed"
+            mark = "yes: no prompt repeated, nothing to replay" + (
+                f" ({computed} tokens computed, 0 replayed)" if computed is not None else ""
+            )
         if s.get("noise_only"):
             mark = "yes but for `tps.unstable` (the machine's noise)"
         errors = ", ".join(f"`{e}`" for e in s["errors"]) or "–"

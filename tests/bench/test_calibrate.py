@@ -123,11 +123,11 @@ def test_an_unstable_clock_alone_is_told_apart_from_a_trust_checks_miss() -> Non
 
 def test_a_replaying_cheat_with_nothing_to_replay_is_judged_as_honest() -> None:
     stats = {"computed_tokens": 1600, "replayed_tokens": 0}
-    row = calibrate.Row("ReplayShaped", "cheat", engine="engines.cheats:ReplayShaped")
+    row = calibrate.Row("ReplayShaped", "cheat", engine="engines.cheats:ReplayShaped", replays=True)
     s = calibrate.summarise(
         row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=stats
     )
-    assert s["meets"] and "all 1600 tokens computed" in calibrate.markdown_table([s])
+    assert s["meets"] and "1600 tokens computed, 0 replayed" in calibrate.markdown_table([s])
     replayed = {"computed_tokens": 100, "replayed_tokens": 1500}
     s = calibrate.summarise(
         row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=replayed
