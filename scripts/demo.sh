@@ -29,15 +29,16 @@ elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
 stamp() { printf '[%6ss]' "$(elapsed "$T0")"; }
 log_of() { echo "$LOGS/${1// /-}.log"; }
 
-# done_line NAME RC T: the step's one line, or its log's tail and exit 1
+# done_line NAME RC T [T_END]: the step's one line, or its log's tail and exit 1
 done_line() {
-    local name=$1 rc=$2 t=$3 dots=......................
+    local name=$1 rc=$2 t=$3 took dots=......................
+    took=$(awk -v a="$t" -v b="${4:-$(date +%s.%N)}" 'BEGIN { printf "%.1f", b - a }')
     if ((rc != 0)); then
         printf '%s %s FAILED (exit %d); the end of %s:\n' "$(stamp)" "$name" "$rc" "$(log_of "$name")"
         tail -n 30 "$(log_of "$name")" | sed 's/^/    /'
         exit 1
     fi
-    printf '%s %s %s ok %6s s\n' "$(stamp)" "$name" "${dots:0:$((22 - ${#name}))}" "$(elapsed "$t")"
+    printf '%s %s %s ok %6s s\n' "$(stamp)" "$name" "${dots:0:$((22 - ${#name}))}" "$took"
 }
 
 # step NAME CMD...: run CMD with its output in its own log under $LOGS
@@ -50,20 +51,23 @@ step() {
 }
 
 # step_start NAME CMD...: the same in the background, in a process group of its own (so a
-# failure elsewhere ends it whole); step_end NAME waits for it and prints its line
+# failure elsewhere ends it whole); step_end NAME waits for it and prints its line, with
+# the time the step itself took
 BG_PID="" BG_T=""
 step_start() {
     local name=$1
     shift
     BG_T=$(date +%s.%N)
-    setsid "$@" >"$(log_of "$name")" 2>&1 </dev/null &
+    rm -f "$LOGS/.bg-done"
+    setsid bash -c '"$@"; rc=$?; date +%s.%N >"$0"; exit "$rc"' "$LOGS/.bg-done" "$@" \
+        >"$(log_of "$name")" 2>&1 </dev/null &
     BG_PID=$!
 }
 step_end() {
     local rc=0
     wait "$BG_PID" || rc=$?
     BG_PID=""
-    done_line "$1" "$rc" "$BG_T"
+    done_line "$1" "$rc" "$BG_T" "$(cat "$LOGS/.bg-done" 2>/dev/null || date +%s.%N)"
 }
 trap '[[ -z $BG_PID ]] || kill -- "-$BG_PID" 2>/dev/null || true' EXIT
 
