@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 #: asks in a row that only found measured points: the space is used up
 MAX_REPEATS = 50
+#: the one constraint: <= 0 when the point passed every check (PPL cap included)
+CONSTRAINT = "passes"
 
 
 def distributions(knobs: list[Knob]) -> dict[str, Any]:
@@ -85,11 +87,7 @@ def search(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     dists = distributions(knobs)
     cap = sweeper.req.spec.quality.cap
-    sampler = optuna.samplers.TPESampler(
-        seed=seed,
-        n_startup_trials=4,
-        constraints_func=lambda t: t.user_attrs.get("constraint", [1.0]),
-    )
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=4)
     study = optuna.create_study(direction="maximize", sampler=sampler)
     sweep = sweeper.sweep
     recorded: dict[str, tuple[float, float]] = {}
@@ -104,7 +102,7 @@ def search(
                 params=params,
                 distributions=dists,
                 value=value,
-                user_attrs={"constraint": [constraint]},
+                constraints={CONSTRAINT: constraint},
             )
         )
 
@@ -123,7 +121,7 @@ def search(
             point = BASELINE
         if point.key in recorded or point == BASELINE:
             value, constraint = recorded.get(point.key, (1.0, 0.0))
-            trial.set_user_attr("constraint", [constraint])
+            trial.set_constraint(CONSTRAINT, constraint)
             study.tell(trial, value)
             repeats += 1
             continue
@@ -136,7 +134,7 @@ def search(
         since_baseline += 1
         recorded[point.key] = objective(m, sweep.measurements, cap)
         value, constraint = recorded[point.key]
-        trial.set_user_attr("constraint", [constraint])
+        trial.set_constraint(CONSTRAINT, constraint)
         study.tell(trial, value)
     if sweep.last_role() != "baseline":
         sweeper.run(BASELINE, "baseline")

@@ -349,3 +349,58 @@ def test_a_vllm_sweep_of_the_window_ends_with_a_front_a_plot_and_a_verified_pick
     for p in result["points"]:  # every point is judged, whatever today's checks say
         assert p["verdict"] in ("UNOFFICIAL", "REJECTED", "FAILED")
         assert p["passed"] or p["failing"]
+
+
+# -- the search loop (optuna), with a synthetic report at the pipeline's seam -------------
+# The seam is where the sweep hands a packaged bundle to the pipeline; the tests above run
+# the real pipeline behind it. Here it answers with a report whose TPS rises with the
+# window, so the loop itself (budget, resume, no point twice) is checked in a second.
+
+
+def synthetic_report(bundle: Path, out: Path, heldout: bool, events: object) -> dict:
+    import tarfile
+
+    with tarfile.open(bundle) as tar:
+        manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
+    tps = 100.0 + manifest["engine"]["config"].get("MAX_MODEL_LEN", 0) / 64
+    return {
+        "verdict": "UNOFFICIAL",
+        "metrics": {
+            "ppl": {"value": 23.0 + (0.5 if heldout else 0.0), "cap": 24.575},
+            "tps": {"median": tps, "ci95": [tps - 1, tps + 1], "cv": 0.01},
+        },
+        "checks": [],
+        "findings": [],
+    }
+
+
+def test_the_search_spends_its_budget_resumes_and_never_repeats(tmp_path: Path) -> None:
+    pytest.importorskip("optuna")
+    from schemas.challenge import load_challenge
+    from submission.sweep import SweepRequest, run_sweep
+
+    src = tmp_path / "entry"
+    shutil.copytree(
+        REPO / "examples" / "tiny-baseline",
+        src,
+        ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
+    )
+    req = SweepRequest(
+        directory=src,
+        out=tmp_path / "sweep",
+        spec=load_challenge("tiny"),
+        knobs=[parse_knob("MAX_MODEL_LEN=512..2048:512")],
+        search=Budget(points=2),
+        baseline_every=2,
+        base_digest=FAKE_DIGEST,
+    )
+    first = run_sweep(req, synthetic_report)
+    points = [m for m in load(first.file).measurements if m.role == "point"]
+    assert len(points) == 2 and len({m.key for m in points}) == 2
+    req.search = Budget(points=4)  # the same file, a bigger budget: only the rest is measured
+    second = run_sweep(req, synthetic_report)
+    points = [m for m in load(second.file).measurements if m.role == "point"]
+    assert len(points) == 4 and len({m.key for m in points}) == 4
+    assert second.answer.recommended == Point.of({"MAX_MODEL_LEN": 2048}).id
+    assert second.answer.margin.value == pytest.approx(0.5)  # the held-out rise of the front
+    assert second.diff is not None and "+MAX_MODEL_LEN = 2048" in second.diff.read_text()
