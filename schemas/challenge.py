@@ -157,6 +157,10 @@ class ReferenceEngine(Contract):
 
     dtype: str
     device: str
+    #: scoring requests sent as one padded batch (token-id prompts of one request)
+    batch: int = 1
+    #: float32 logit cells (positions x vocabulary) one scoring chunk may hold
+    logit_cells: int | None = None
 
 
 @dataclass(frozen=True)

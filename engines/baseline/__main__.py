@@ -2,9 +2,9 @@
 
 Every option can also come from the environment, so a container is configured without
 a command line: ``MODEL_PATH``, ``HOST``, ``PORT``, ``SERVED_MODEL_NAME``, ``DEVICE``,
-``DTYPE``, ``MAX_MODEL_LEN``, ``SLIDING_WINDOW``, ``QUANTIZATION``, ``ENGINE_CLASS``
-(``module:Class``, a ``BaselineEngine`` subclass). ``--config FILE`` (or
-``ENGINE_CONFIG``) reads a frozen engine config (the submission's
+``DTYPE``, ``MAX_MODEL_LEN``, ``SLIDING_WINDOW``, ``QUANTIZATION``, ``LOGIT_CELLS``,
+``ENGINE_CLASS`` (``module:Class``, a ``BaselineEngine`` subclass). ``--config FILE``
+(or ``ENGINE_CONFIG``) reads a frozen engine config (the submission's
 ``engine-config.json``); of its knobs the baseline engine uses those in
 ``engines.baseline.config.KNOBS`` and no other. Precedence: command line, then the
 config file, then the environment, so the frozen config is what runs in a container.
@@ -81,6 +81,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=list(QUANTIZATIONS),
         help="round every weight matrix to signed integers, one scale per tensor",
     )
+    parser.add_argument(
+        "--logit-cells",
+        type=int,
+        default=int(env["LOGIT_CELLS"]) if env.get("LOGIT_CELLS") else None,
+        help="float32 logit cells (positions x vocabulary) one scoring chunk may hold",
+    )
     parser.add_argument("--engine-class", default=env.get("ENGINE_CLASS"), help="module:Class")
     parser.add_argument("--log-requests", action="store_true", help="log each request to stderr")
     args = parser.parse_args(argv)
@@ -104,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             for key, value in (
                 ("sliding_window", args.sliding_window),
                 ("quantization", args.quantization),
+                ("logit_cells", args.logit_cells),
             )
             if value is not None
         },

@@ -170,7 +170,14 @@ class Api:
             gen, hold = self._start(*prepared[0], scored)
             return Reply(events=self._completion_events(request, gen), close=hold.release)
         choices, usages = [], []
-        for index, (prompt_ids, sampling) in enumerate(prepared):
+        if self._batchable(request, prepared, scored):
+            assert scored is not None
+            with self.lock:  # one padded batch: the scoring requests of the reference
+                gens = self.engine.start_batch([ids for ids, _ in prepared], prepared[0][1], scored)
+                for index, gen in enumerate(gens):
+                    choices.append(self._completion_choice(request, gen, index))
+                    usages.append(self.engine.report_usage(gen.prompt_ids, gen.output_ids))
+        for index, (prompt_ids, sampling) in enumerate(prepared if not choices else []):
             gen, hold = self._start(prompt_ids, sampling, scored)
             try:
                 choices.append(self._completion_choice(request, gen, index))
@@ -186,6 +193,25 @@ class Api:
                 "choices": choices,
                 "usage": {k: sum(u.get(k, 0) for u in usages) for k in usages[0]},
             }
+        )
+
+    def _batchable(
+        self,
+        request: CompletionRequest,
+        prepared: list[tuple[list[int], SamplingParams]],
+        scored: int | None,
+    ) -> bool:
+        """Several scoring requests of one token each, for the plain engine (what the
+        verifier's reference is asked): they run as one padded batch."""
+        sampling = request.sampling
+        return (
+            len(prepared) > 1
+            and scored is not None
+            and not request.echo
+            and sampling.logprobs is None
+            and not sampling.stop
+            and all(s.max_tokens == 1 for _, s in prepared)
+            and type(self.engine).batches_scoring()
         )
 
     def _legacy(self, request: CompletionRequest, generation: Generation) -> LegacyLogprobs | None:

@@ -159,11 +159,15 @@ class BaselineEngine:
         logprob_chunk_tokens: int | None = None,
         sliding_window: int | None = None,
         quantization: str | None = None,
+        logit_cells: int | None = None,
     ) -> None:
         """``device`` is one of ``DEVICES``, ``dtype`` one of ``DTYPES``: ``auto`` takes
         the GPU when there is one, and the checkpoint's own dtype. ``sliding_window``
         replaces the checkpoint's local attention window (a lossy lever the rules allow);
-        ``quantization`` (``QUANTIZATIONS``) rounds the weights at load."""
+        ``quantization`` (``QUANTIZATIONS``) rounds the weights at load. ``logit_cells``
+        bounds the float32 logit cells (positions x vocabulary) one scoring chunk may hold
+        (default ``LOGIT_CELLS_PER_CHUNK``, 256 MB); more cells, fewer and larger
+        forward passes."""
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -200,7 +204,7 @@ class BaselineEngine:
         if limit is not None and self.max_model_len > limit:
             raise ValueError(f"max_model_len {self.max_model_len} exceeds the model's {limit}")
         self.logprob_chunk_tokens = logprob_chunk_tokens or max(
-            1, LOGIT_CELLS_PER_CHUNK // self.vocab_size
+            1, (logit_cells or LOGIT_CELLS_PER_CHUNK) // self.vocab_size
         )
         gen = self.model.generation_config
         self.bos_token_id: int | None = self.tokenizer.bos_token_id
@@ -297,6 +301,83 @@ class BaselineEngine:
                 entries.extend(self.prompt_logprobs_from_logits(logprobs, targets, prompt_logprobs))
         assert last is not None
         return Prefill(cache, last, entries)
+
+    def prefill_batch(self, prompts: list[list[int]], prompt_logprobs: int) -> list[Prefill]:
+        """Score several prompts in one padded batch; what ``prefill`` gives for each.
+
+        The prompts are padded on the right: in a causal model a real token never attends
+        to a pad after it, so every real position computes what it computes alone (up to
+        the last bits of float addition order). Chunks of positions go through the KV
+        cache as in ``prefill``, sized so that at most ``logprob_chunk_tokens`` x
+        vocabulary float32 cells exist at once over the whole batch. The prefills carry no
+        cache: they serve answers of one token (a scoring request's ``max_tokens: 1``).
+        """
+        import torch
+
+        if not prompts or any(not p for p in prompts):
+            raise ValueError("every prompt of a batch needs at least one token")
+        width = max(len(p) for p in prompts)
+        ids = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, : len(p)] = torch.tensor(p, dtype=torch.long)
+        step = max(1, self.logprob_chunk_tokens // len(prompts))
+        entries: list[list[PositionLogprobs | None]] = [[None] for _ in prompts]
+        last: list[torch.Tensor | None] = [None] * len(prompts)
+        cache = None
+        previous: torch.Tensor | None = None  # each sequence's row before this chunk
+        for start in range(0, width, step):
+            logits, cache = self.forward_rows(ids[:, start : start + step], cache)
+            rows = logits.float()
+            span = rows.shape[1]
+            full = rows if previous is None else torch.cat([previous[:, None, :], rows], 1)
+            offset = start if previous is None else start - 1  # position of full[:, 0]
+            for i, p in enumerate(prompts):
+                first, end = max(start, 1), min(start + span, len(p))
+                if first < end:  # row of position t - 1 predicts the token at t
+                    scored = full[i, first - 1 - offset : end - 1 - offset]
+                    with torch.inference_mode():
+                        logprobs = torch.log_softmax(scored, dim=-1)
+                    targets = ids[i, first:end]
+                    entries[i].extend(
+                        self.prompt_logprobs_from_logits(logprobs, targets, prompt_logprobs)
+                    )
+                if start <= len(p) - 1 < start + span:
+                    last[i] = rows[i, len(p) - 1 - start]
+            previous = rows[:, -1]
+        out = []
+        for row, scored_entries in zip(last, entries, strict=True):
+            assert row is not None
+            out.append(Prefill(None, row, scored_entries))
+        return out
+
+    def forward_rows(self, ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
+        """Run a batch ``ids`` (b x n) after ``cache``; the logits of every position."""
+        import torch
+
+        kwargs = {self._cache_arg: cache}
+        with torch.inference_mode():
+            out = self.model(ids.to(self.device), use_cache=True, logits_to_keep=0, **kwargs)
+        new_cache = getattr(out, "cache", None)
+        return out.logits, out.past_key_values if new_cache is None else new_cache
+
+    def start_batch(
+        self, prompts: list[list[int]], sampling: SamplingParams, prompt_logprobs: int
+    ) -> list[Generation]:
+        """``start`` for several scoring requests of one token each, prefilled in one batch."""
+        if sampling.max_tokens != 1:
+            raise ValueError("a batch serves answers of exactly one token")
+        prefills = self.prefill_batch(prompts, prompt_logprobs)
+        return [
+            Generation(p, pre.prompt_logprobs, self._decode(pre, sampling))
+            for p, pre in zip(prompts, prefills, strict=True)
+        ]
+
+    @classmethod
+    def batches_scoring(cls) -> bool:
+        """Whether scoring requests may be batched: only where no hook that scoring or
+        decoding runs through is overridden (a subclass that changes them runs them)."""
+        hooks = ("forward", "prefill", "start", "select_next_token", "before_step")
+        return all(getattr(cls, h) is getattr(BaselineEngine, h) for h in hooks)
 
     def prompt_logprobs_from_logits(
         self, logprobs: torch.Tensor, targets: torch.Tensor, k: int

@@ -146,3 +146,33 @@ def test_chat_logprobs_shape(engine_server: Any) -> None:
         assert len(item["top_logprobs"]) == 2
         assert item["top_logprobs"][0]["logprob"] >= item["logprob"] - 1e-6
         assert bytes(item["bytes"]).decode("utf-8", "replace") == item["token"]
+
+
+def test_several_prompts_are_scored_as_one_batch_exactly_as_one_by_one(
+    engine_server: Any, reference_model: Any
+) -> None:
+    """The reference phase sends its scoring requests several prompts at a time: the padded
+    batch (chunked through the KV cache) gives every prompt what a direct forward pass of
+    that prompt alone gives, and one choice per prompt, in order."""
+    rng = random.Random(11)
+    prompts = [[2] + [rng.randrange(6, 2048) for _ in range(n)] for n in (70, 5, 33, 1)]
+    body = {
+        "prompt": prompts,
+        "max_tokens": 1,
+        "temperature": 0,
+        "prompt_logprobs": 1,
+        "add_special_tokens": False,
+        "return_token_ids": True,
+    }
+    result = _post(engine_server.url, body)
+    assert [c["index"] for c in result["choices"]] == [0, 1, 2, 3]
+    for ids, choice in zip(prompts, result["choices"], strict=True):
+        assert choice["prompt_token_ids"] == ids
+        entries = choice["prompt_logprobs"]
+        assert len(entries) == len(ids) and entries[0] is None
+        reference = _direct_logprobs(reference_model, ids)
+        for pos in range(1, len(ids)):
+            actual = entries[pos][str(ids[pos])]
+            assert actual["logprob"] == pytest.approx(float(reference[pos - 1][ids[pos]]), abs=1e-4)
+        assert choice["token_ids"] == [int(reference[-1].argmax())]  # the greedy next token
+    assert result["usage"]["prompt_tokens"] == sum(len(p) for p in prompts)

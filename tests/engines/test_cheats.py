@@ -83,6 +83,13 @@ class Run:
 
     @property
     def ppl(self) -> float:
+        """The PPL the engine's own log-probabilities give (what a cheat claims)."""
+        ppl = self.report["metrics"]["ppl"]
+        return float(ppl.get("engine_value", ppl["value"]))
+
+    @property
+    def judged_ppl(self) -> float:
+        """The PPL judged: no sampled record better than the reference scored it."""
         return float(self.report["metrics"]["ppl"]["value"])
 
     @property
@@ -142,6 +149,7 @@ def test_logprobs_raised_inside_the_per_record_bound_fail_on_the_mean(
 ) -> None:
     cheat = run(bundle, tmp_path, "FlatterLogprobs")
     assert cheat.ppl < honest.ppl * math.exp(-0.019)  # about 2 % better than the model's
+    assert cheat.judged_ppl == pytest.approx(honest.judged_ppl, rel=1e-4)  # and gains nothing
     cheat.expect_caught("FlatterLogprobs")
 
 
@@ -150,6 +158,7 @@ def test_one_flattered_record_cannot_escape(bundle: Path, tmp_path: Path, honest
     set's PPL is below the pinned model's own on its pinned held-out set."""
     cheat = run(bundle, tmp_path, "FlatterSomeRecords")
     assert cheat.ppl < 0.92 * honest.ppl  # one record of 16 (49 to 128 of 1,432 tokens)
+    assert cheat.judged_ppl == pytest.approx(honest.judged_ppl, rel=1e-4)  # and gains nothing
     cheat.expect_caught("FlatterSomeRecords")
     summary = cheat.check("ppl.reference-mismatch")["summary"]
     assert "below the pinned model's own" in summary

@@ -333,6 +333,19 @@ class FakeEngine:
             gen[-1] = VOCAB + 5
         return gen, reason
 
+    def _answer_many(
+        self, path: str, body: dict[str, Any], prompts: list[Any]
+    ) -> tuple[dict[str, Any], list[int]]:
+        """A completions body of several token-id prompts: one choice each, by index."""
+        choices, usage, gen = [], {"prompt_tokens": 0, "completion_tokens": 0}, []
+        for index, prompt in enumerate(prompts):
+            one, gen = self.answer(path, {**body, "prompt": prompt})
+            choices.append({**one["choices"][0], "index": index})
+            for key in usage:
+                usage[key] += one["usage"][key]
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return {"id": "cmpl-fake", "model": MODEL_ID, "choices": choices, "usage": usage}, gen
+
     def _own_answer_from(self, prompt: list[int]) -> int:
         """Where a remembered answer of this engine ends the prompt (len(prompt): none)."""
         with self._lock:
@@ -375,6 +388,9 @@ class FakeEngine:
         return out
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        prompts = body.get("prompt")
+        if isinstance(prompts, list) and prompts and isinstance(prompts[0], list):
+            return self._answer_many(path, body, prompts)
         generation = body.get("prompt_logprobs") is None
         fresh = generation and not self._was_seen(body)
         if generation and not fresh:

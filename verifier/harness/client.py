@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from podium.errors import EngineError, EngineTimeout
+from podium.errors import EngineError, EngineTimeout, UsageError
 from verifier.harness.wire import ProtocolError, Response, Wire
 
 _EXCERPT = 300
@@ -105,7 +105,28 @@ def parse_reply(body: Any, kind: str, latency_s: float) -> Reply:
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise engine_error(kind, detail="the answer has no choices")
-    choice = choices[0]
+    return _choice_reply(body, choices[0], kind, latency_s)
+
+
+def parse_replies(body: Any, kind: str, latency_s: float, n: int) -> list[Reply]:
+    """Read the ``n`` choices of a completions body sent ``n`` prompts, in prompt order
+    (by each choice's ``index``); a missing, repeated or extra one is an ``EngineError``."""
+    if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+        raise engine_error(kind, detail="the answer has no choices")
+    by_index: dict[int, Any] = {}
+    for choice in body["choices"]:
+        index = choice.get("index") if isinstance(choice, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool) or index in by_index:
+            raise engine_error(kind, detail="a choice has a missing or repeated 'index'")
+        by_index[index] = choice
+    if sorted(by_index) != list(range(n)):
+        raise engine_error(kind, detail=f"{len(by_index)} choices for {n} prompts")
+    return [_choice_reply(body, by_index[i], kind, latency_s) for i in range(n)]
+
+
+def _choice_reply(
+    body: dict[str, Any], choice: dict[str, Any], kind: str, latency_s: float
+) -> Reply:
     message = choice.get("message")
     text = message.get("content") if isinstance(message, dict) else choice.get("text")
     prompt_ids = choice.get("prompt_token_ids", body.get("prompt_token_ids"))
@@ -238,6 +259,24 @@ class EngineClient:
             raise engine_error(kind, exc=exc, timeout_s=limit) from exc
         payload = self._json(response, kind)
         return parse_reply(payload, kind, time.perf_counter() - start)
+
+    async def post_many(
+        self, path: str, body: dict[str, Any], kind: str, *, timeout_s: float | None = None
+    ) -> list[Reply]:
+        """POST a completions body whose ``prompt`` is a list of token-id prompts; one
+        ``Reply`` per prompt, in order. Not streamed."""
+        prompts = body.get("prompt")
+        if body.get("stream") or not isinstance(prompts, list) or not prompts:
+            raise UsageError("post_many sends a non-streamed body with a list of prompts")
+        limit = timeout_s if timeout_s is not None else self.timeout_s
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        start = time.perf_counter()
+        try:
+            response = await self._wire.request("POST", path, data, timeout_s=limit)
+        except TRANSPORT_ERRORS as exc:
+            raise engine_error(kind, exc=exc, timeout_s=limit) from exc
+        payload = self._json(response, kind)
+        return parse_replies(payload, kind, time.perf_counter() - start, len(prompts))
 
     async def _sse(self, path: str, data: bytes, kind: str) -> AsyncIterator[Any]:
         async with self._wire.stream("POST", path, data) as stream:

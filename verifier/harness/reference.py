@@ -14,8 +14,9 @@ engine returned, the held-out records):
 The result is plain data (``ReferenceEvidence``). The reference checks
 (``verifier.checks.reference``, ``verifier.checks.same_path``) are pure functions of
 it, so they run without any engine, and the calibration script calls the same ones.
-Requests go out ``concurrency`` at a time; each answer is scored once however many
-checks read it.
+Scoring requests go out ``spec.reference.batch`` prompts a request (the reference engine
+runs them as one padded batch, nearest lengths together), ``CONCURRENCY`` requests at a
+time; each answer is scored once however many checks read it.
 """
 
 from __future__ import annotations
@@ -165,6 +166,15 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+@dataclass
+class _Job:
+    """One scoring request of the reference phase: an answer, a probe or a PPL record."""
+
+    what: str  # for messages: "reference scoring of KEY", "reference PPL record ID"
+    ids: list[int]
+    entries: list[Any] | None = None
+
+
 class _Gather:
     def __init__(
         self, client: EngineClient, model: str, spec: ChallengeSpec, vocab_size: int | None
@@ -172,63 +182,45 @@ class _Gather:
         self.client, self.model, self.spec, self.vocab_size = client, model, spec, vocab_size
         self.limit = asyncio.Semaphore(CONCURRENCY)
 
-    async def positions(
-        self, key: str, prompt_ids: list[int], token_ids: list[int]
-    ) -> list[Position] | None:
-        """The reference's teacher-forced scoring of one answer's generated positions."""
-        if self.vocab_size is not None and out_of_vocabulary(token_ids, self.vocab_size):
-            return None
-        ids = [*prompt_ids, *token_ids]
+    async def score(self, jobs: list[_Job]) -> None:
+        """Every job's prompt_logprobs, ``spec.reference.batch`` prompts a request, nearest
+        lengths together (a padded batch wastes least), ``CONCURRENCY`` requests at once."""
+        size = max(1, self.spec.reference.batch)
+        ordered = sorted(jobs, key=lambda j: len(j.ids))
+        groups = [ordered[i : i + size] for i in range(0, len(ordered), size)]
+        await asyncio.gather(*(self._send(group) for group in groups))
+
+    async def _send(self, group: list[_Job]) -> None:
         async with self.limit:
-            reply = await self.client.post(
-                "/v1/completions",
-                ppl_request(self.spec, self.model, ids),
-                f"reference scoring of {key}",
-                timeout_s=_timeout(self.spec),
-            )
-        entries = reply.prompt_logprobs
-        if entries is None or len(entries) != len(ids):
-            raise EngineError(
-                f"reference scoring of {key}: prompt_logprobs has "
-                f"{'none' if entries is None else len(entries)} positions for {len(ids)} ids",
-                where=INTEGRITY_REFERENCE_DECODE,
-            )
-        out: list[Position] = []
-        for j, token in enumerate(token_ids):
-            values = listed_values(entries[len(prompt_ids) + j])
-            if token not in values:
+            if len(group) == 1:
+                replies = [
+                    await self.client.post(
+                        "/v1/completions",
+                        ppl_request(self.spec, self.model, group[0].ids),
+                        group[0].what,
+                        timeout_s=_timeout(self.spec) * len(group),
+                    )
+                ]
+            else:
+                body = ppl_request(self.spec, self.model, group[0].ids)
+                body["prompt"] = [job.ids for job in group]
+                replies = await self.client.post_many(
+                    "/v1/completions",
+                    body,
+                    f"{group[0].what} and {len(group) - 1} more",
+                    timeout_s=_timeout(self.spec) * len(group),
+                )
+        for job, reply in zip(group, replies, strict=True):
+            if reply.prompt_token_ids is not None and list(reply.prompt_token_ids) != job.ids:
                 raise EngineError(
-                    f"reference scoring of {key}: position {j} lacks the actual token",
+                    f"{job.what}: the reference answered for other prompt ids",
                     where=INTEGRITY_REFERENCE_DECODE,
                 )
-            top_token, top_value = max(values.items(), key=lambda kv: kv[1])
-            out.append(Position(token, values[token], top_token, top_value))
-        return out
+            job.entries = reply.prompt_logprobs
 
-    async def record(self, record: dict[str, Any], engine_nll: float) -> RecordScore:
-        rid = str(record["id"])
-        context = [int(t) for t in record["context_token_ids"]]
-        prompt = context + [int(t) for t in record["target_token_ids"]]
-        async with self.limit:
-            reply = await self.client.post(
-                self.spec.ppl.endpoint,
-                ppl_request(self.spec, self.model, prompt),
-                f"reference PPL record {rid}",
-                timeout_s=_timeout(self.spec),
-            )
-        violations = Violations()
-        ref = score_record(
-            rid, prompt, len(context), reply.prompt_logprobs, reply.prompt_token_ids, violations
-        )
-        if ref is None:
-            raise EngineError(
-                f"the reference engine could not score record {rid}: "
-                + "; ".join(f.message for f in violations.findings),
-                where=PPL_REFERENCE_MISMATCH,
-            )
-        return RecordScore(id=rid, tokens=ref[1], engine_nll=engine_nll, reference_nll=ref[0])
-
-    async def free_running(self, key: str, prompt_ids: list[int], answer: list[int]) -> dict:
+    async def free_running(
+        self, key: str, prompt_ids: list[int], answer: list[int]
+    ) -> dict[str, Any]:
         async with self.limit:
             reply = await self.client.post(
                 "/v1/completions",
@@ -242,6 +234,42 @@ class _Gather:
             "identical": ref == answer,
             "common_prefix": common_prefix(ref, answer),
         }
+
+
+def _positions(job: _Job, n_prompt: int, token_ids: list[int]) -> list[Position]:
+    """The reference's view of each generated position of one scored answer."""
+    entries = job.entries
+    if entries is None or len(entries) != len(job.ids):
+        raise EngineError(
+            f"{job.what}: prompt_logprobs has "
+            f"{'none' if entries is None else len(entries)} positions for {len(job.ids)} ids",
+            where=INTEGRITY_REFERENCE_DECODE,
+        )
+    out: list[Position] = []
+    for j, token in enumerate(token_ids):
+        values = listed_values(entries[n_prompt + j])
+        if token not in values:
+            raise EngineError(
+                f"{job.what}: position {j} lacks the actual token",
+                where=INTEGRITY_REFERENCE_DECODE,
+            )
+        top_token, top_value = max(values.items(), key=lambda kv: kv[1])
+        out.append(Position(token, values[token], top_token, top_value))
+    return out
+
+
+def _record(job: _Job, record: dict[str, Any], engine_nll: float) -> RecordScore:
+    rid = str(record["id"])
+    context = [int(t) for t in record["context_token_ids"]]
+    violations = Violations()
+    ref = score_record(rid, job.ids, len(context), job.entries, None, violations)
+    if ref is None:
+        raise EngineError(
+            f"the reference engine could not score record {rid}: "
+            + "; ".join(f.message for f in violations.findings),
+            where=PPL_REFERENCE_MISMATCH,
+        )
+    return RecordScore(id=rid, tokens=ref[1], engine_nll=engine_nll, reference_nll=ref[0])
 
 
 async def gather_reference(
@@ -278,13 +306,27 @@ async def gather_reference(
     if ppl is not None and settings.get("enabled"):
         records = sample_records(ppl, ppl_records, sample_seed, int(settings["sample"]))
     engine_nll = {s.id: s.nll for s in ppl.per_record} if ppl is not None else {}
-    keys = list(to_score)
-    scored, scores = await asyncio.gather(
-        asyncio.gather(*(g.positions(k, *to_score[k]) for k in keys)),
-        asyncio.gather(*(g.record(r, engine_nll[str(r["id"])]) for r in records)),
-    )
-    out.scored = dict(zip(keys, scored, strict=True))
-    out.records = list(scores)
+    answer_jobs = {
+        key: _Job(f"reference scoring of {key}", [*prompt, *answer])
+        for key, (prompt, answer) in to_score.items()
+        if vocab_size is None or not out_of_vocabulary(answer, vocab_size)
+    }
+    record_jobs = [
+        _Job(
+            f"reference PPL record {r['id']}",
+            [int(t) for t in r["context_token_ids"]] + [int(t) for t in r["target_token_ids"]],
+        )
+        for r in records
+    ]
+    await g.score([*answer_jobs.values(), *record_jobs])
+    out.scored = {
+        key: _positions(answer_jobs[key], len(prompt), answer) if key in answer_jobs else None
+        for key, (prompt, answer) in to_score.items()
+    }
+    out.records = [
+        _record(job, r, engine_nll[str(r["id"])])
+        for job, r in zip(record_jobs, records, strict=True)
+    ]
     out.answers = [
         AnswerScore(
             record=record_key(r),

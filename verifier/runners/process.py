@@ -161,10 +161,13 @@ def reference_runner(
     the entry declared it where the reference reproduces that exactly (window, dtype).
     """
     env = declared.engine_env() if declared is not None else {}
+    env.pop("DTYPE", None)  # given as --dtype below
+    if settings.logit_cells is not None:
+        env["LOGIT_CELLS"] = str(settings.logit_cells)
     return ProcessRunner(
         engine_root=None,
         served_model_name="reference",
-        env={k: v for k, v in env.items() if k != "DTYPE"},
+        env=env,
         device=settings.device,
         dtype=declared.dtype if declared is not None else settings.dtype,
     )
