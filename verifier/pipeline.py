@@ -140,7 +140,7 @@ class _Run:
         covered = sum(s.seconds for s in self.record.stages[first:])
         seconds = round(max(time.perf_counter() - since - covered, 0.0), 3)
         self.record.stages.append(Stage(name, "ok", seconds, note))
-        self.ev.stage(name, "ok", f"{seconds:.1f} s, {note}")
+        self.ev.stage(name, "ok", f"{seconds:.1f} s: {note}")
 
     def fail(self, stage: str, message: str, log_tail: str | None = None) -> None:
         self.record.failure = Failure(stage=stage, message=message, log_tail=log_tail or None)
@@ -195,7 +195,7 @@ def _evaluate(run: _Run, handle: EngineHandle, renderer: TokenizerRenderer, mode
     rec.stages += result.stages
     for st in result.stages:
         run.ev.stage(st.name, st.status, st.note or "")
-    run.rest("harness", since, first, "the harness's own set-up and teardown")
+    run.rest("harness", since, first, "outside ready, evaluation and checks (client, event loop)")
     rec.checks += result.checks
     rec.findings += result.findings
     if result.evidence is not None:
