@@ -81,10 +81,12 @@ echo "podium demo: the set-up steps log to $LOGS/"
 step_start "venv" "${MAKE:-make}" --no-print-directory demo-venv
 step "docker engine" bash scripts/setup-docker.sh --no-images
 step "Debian base image" bash scripts/build-images.sh base
-if python3 -m pip --version >/dev/null 2>&1; then
-    export PODIUM_PIP="python3 -m pip"
-else
-    step_end "venv"
+if [[ -z ${PODIUM_PIP:-} ]]; then
+    if python3 -m pip --version >/dev/null 2>&1; then
+        export PODIUM_PIP="python3 -m pip"
+    else
+        step_end "venv"
+    fi
 fi
 step "engine base image" bash scripts/build-images.sh engine-base
 [[ -z $BG_PID ]] || step_end "venv"
