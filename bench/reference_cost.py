@@ -6,8 +6,8 @@
 The reference stage runs podium's baseline engine on the pinned weights after the
 participant's engine has stopped (``verifier.checks.reference``). For fast-gemma it asks:
 ``reference_decode.sample`` (44) timed answers plus up to ``same_path.sample`` (8) probed
-ones scored teacher-forced, one request each (a prompt of about 200 tokens and its 512
-generated tokens), ``reference_ppl.sample`` (16) held-out PPL records (contexts of 114 to
+ones scored teacher-forced (a prompt of about 200 tokens and its 512 generated tokens),
+``reference_ppl.sample`` (44) held-out PPL records (contexts of 114 to
 2,431 tokens and targets of 216 to 512, the real challenge's range, drawn evenly), and
 ``free_running`` answers decoded free-running for information. This script builds a
 Gemma 4 text model with the E4B configuration and random bf16 weights (the cost does not
@@ -94,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.reference_cost", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-out")))
     parser.add_argument("--tiny", action="store_true", help="small model on the CPU (a dry run)")
-    parser.add_argument("--answers", type=int, default=44 + 8)
-    parser.add_argument("--ppl-records", type=int, default=16)
+    parser.add_argument(
+        "--answers", type=int, default=None, help="default: fast-gemma's decode + same-path samples"
+    )
+    parser.add_argument(
+        "--ppl-records", type=int, default=None, help="default: fast-gemma's PPL sample"
+    )
     parser.add_argument("--free-running", type=int, default=2)
     parser.add_argument(
         "--configs",
@@ -105,6 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/podium-refcost"))
     args = parser.parse_args(argv)
+    from schemas.challenge import load_challenge
+
+    fast_gemma = load_challenge("fast-gemma")
+    if args.answers is None:
+        args.answers = int(fast_gemma.check("reference_decode")["sample"]) + int(
+            fast_gemma.check("same_path")["sample"]
+        )
+    if args.ppl_records is None:
+        args.ppl_records = int(fast_gemma.check("reference_ppl")["sample"])
     shape: dict[str, Any] = TINY if args.tiny else E4B
     device, dtype = ("cpu", "float32") if args.tiny else ("cuda", "bfloat16")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -128,7 +141,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from engines.baseline.model import LOGIT_CELLS_PER_CHUNK, BaselineEngine
     from engines.baseline.protocol import SamplingParams
-    from schemas.challenge import load_challenge
 
     t0 = time.perf_counter()
     engine = BaselineEngine(folder, device=device, dtype=dtype, max_model_len=4096)
@@ -158,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     default_chunk = engine.logprob_chunk_tokens
     default_cells = LOGIT_CELLS_PER_CHUNK
     result["configs"] = []
-    fast = load_challenge("fast-gemma").reference  # what fast-gemma's reference phase runs
+    fast = fast_gemma.reference  # what fast-gemma's reference phase runs
     spec_config = (fast.batch, (fast.logit_cells or default_cells) // default_cells)
     result["spec_reference"] = fast.to_dict()
     configs = parse_configs(args.configs)

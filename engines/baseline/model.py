@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 #: Float32 logit cells (positions x vocabulary) materialised at once when scoring a prompt.
 LOGIT_CELLS_PER_CHUNK = 1 << 26
+#: Positions one decoder pass of a scoring batch runs (hidden states only: small)
+BATCH_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,8 @@ class BaselineEngine:
         # transformers renamed ``past_key_values`` to ``cache`` (5.2x); take what is there
         params = inspect.signature(self.model.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        decoder_params = inspect.signature(self.model.get_decoder().forward).parameters
+        self._decoder_cache_arg = "cache" if "cache" in decoder_params else "past_key_values"
         config = self.model.config.get_text_config()
         self.vocab_size = int(config.vocab_size)
         limit = int(getattr(config, "max_position_embeddings", 0) or 0) or None
@@ -206,6 +210,8 @@ class BaselineEngine:
         self.logprob_chunk_tokens = logprob_chunk_tokens or max(
             1, (logit_cells or LOGIT_CELLS_PER_CHUNK) // self.vocab_size
         )
+        #: positions (all prompts of a batch together) one decoder pass of a batch runs
+        self.batch_tokens = max(self.logprob_chunk_tokens, BATCH_TOKENS)
         gen = self.model.generation_config
         self.bos_token_id: int | None = self.tokenizer.bos_token_id
         self.eos_token_ids = (
@@ -307,10 +313,12 @@ class BaselineEngine:
 
         The prompts are padded on the right: in a causal model a real token never attends
         to a pad after it, so every real position computes what it computes alone (up to
-        the last bits of float addition order). Chunks of positions go through the KV
-        cache as in ``prefill``, sized so that at most ``logprob_chunk_tokens`` x
-        vocabulary float32 cells exist at once over the whole batch. The prefills carry no
-        cache: they serve answers of one token (a scoring request's ``max_tokens: 1``).
+        the last bits of float addition order). The decoder runs chunks of up to
+        ``batch_tokens`` positions (all prompts together) through the KV cache and keeps
+        only its hidden states; the output head then turns the rows that are scored into
+        logits ``logprob_chunk_tokens`` rows at a time, so the full-vocabulary logits of a
+        large batch never exist at once. The prefills carry no cache: they serve answers of
+        one token (a scoring request's ``max_tokens: 1``).
         """
         import torch
 
@@ -320,45 +328,61 @@ class BaselineEngine:
         ids = torch.zeros((len(prompts), width), dtype=torch.long)
         for i, p in enumerate(prompts):
             ids[i, : len(p)] = torch.tensor(p, dtype=torch.long)
-        step = max(1, self.logprob_chunk_tokens // len(prompts))
+        step = max(1, self.batch_tokens // len(prompts))
         entries: list[list[PositionLogprobs | None]] = [[None] for _ in prompts]
         last: list[torch.Tensor | None] = [None] * len(prompts)
         cache = None
-        previous: torch.Tensor | None = None  # each sequence's row before this chunk
+        previous: torch.Tensor | None = None  # each sequence's hidden row before this chunk
         for start in range(0, width, step):
-            logits, cache = self.forward_rows(ids[:, start : start + step], cache)
-            rows = logits.float()
-            span = rows.shape[1]
-            full = rows if previous is None else torch.cat([previous[:, None, :], rows], 1)
+            hidden, cache = self.hidden_rows(ids[:, start : start + step], cache)
+            span = hidden.shape[1]
+            full = hidden if previous is None else torch.cat([previous[:, None], hidden], 1)
             offset = start if previous is None else start - 1  # position of full[:, 0]
             for i, p in enumerate(prompts):
                 first, end = max(start, 1), min(start + span, len(p))
-                if first < end:  # row of position t - 1 predicts the token at t
-                    scored = full[i, first - 1 - offset : end - 1 - offset]
-                    with torch.inference_mode():
-                        logprobs = torch.log_softmax(scored, dim=-1)
+                if first < end:  # the row of position t - 1 predicts the token at t
+                    rows = full[i, first - 1 - offset : end - 1 - offset]
                     targets = ids[i, first:end]
-                    entries[i].extend(
-                        self.prompt_logprobs_from_logits(logprobs, targets, prompt_logprobs)
-                    )
+                    for j in range(0, len(rows), self.logprob_chunk_tokens):
+                        part = slice(j, j + self.logprob_chunk_tokens)
+                        with torch.inference_mode():
+                            logprobs = torch.log_softmax(self.head(rows[part]), dim=-1)
+                        entries[i].extend(
+                            self.prompt_logprobs_from_logits(
+                                logprobs, targets[part], prompt_logprobs
+                            )
+                        )
                 if start <= len(p) - 1 < start + span:
-                    last[i] = rows[i, len(p) - 1 - start]
-            previous = rows[:, -1]
+                    last[i] = self.head(hidden[i, len(p) - 1 - start][None])[0]
+            previous = hidden[:, -1]
         out = []
         for row, scored_entries in zip(last, entries, strict=True):
             assert row is not None
             out.append(Prefill(None, row, scored_entries))
         return out
 
-    def forward_rows(self, ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
-        """Run a batch ``ids`` (b x n) after ``cache``; the logits of every position."""
+    def hidden_rows(self, ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
+        """The decoder's last hidden states of a batch ``ids`` (b x n) after ``cache``."""
         import torch
 
-        kwargs = {self._cache_arg: cache}
+        decoder = self.model.get_decoder()
+        kwargs = {self._decoder_cache_arg: cache}
         with torch.inference_mode():
-            out = self.model(ids.to(self.device), use_cache=True, logits_to_keep=0, **kwargs)
+            out = decoder(input_ids=ids.to(self.device), use_cache=True, **kwargs)
         new_cache = getattr(out, "cache", None)
-        return out.logits, out.past_key_values if new_cache is None else new_cache
+        return out.last_hidden_state, out.past_key_values if new_cache is None else new_cache
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Float32 logits of hidden rows (n x hidden): the output head, and the final
+        logit soft-cap where the model has one, as the model's own forward applies them."""
+        import torch
+
+        with torch.inference_mode():
+            logits = self.model.get_output_embeddings()(hidden)
+            cap = getattr(self.model.config.get_text_config(), "final_logit_softcapping", None)
+            if cap:
+                logits = torch.tanh(logits / cap) * cap
+        return logits.float()
 
     def start_batch(
         self, prompts: list[list[int]], sampling: SamplingParams, prompt_logprobs: int
