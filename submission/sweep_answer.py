@@ -198,7 +198,7 @@ def measured_margin(pairs: list[tuple[str, float, float]], *, failed: int = 0) -
         )
         return Margin(0.0, "none", [], [f"margin = 0, unknown ({why})"])
     rises = [(label, pub, held, held - pub) for label, pub, held in pairs]
-    lines = [
+    lines = ["the front's PPL, public and held-out:"] + [
         f"  {label}: held-out {held:.4f} - public {pub:.4f} = {d:+.4f}"
         for label, pub, held, d in rises
     ]
@@ -246,6 +246,11 @@ def answer(measurements: list[Measurement], cap: float | None, margin: Margin) -
             if limit is not None
             else f"recommended: {best.label}"
         )
+        if best.heldout_verdict is not None and best.heldout_ppl is not None:
+            lines.append(
+                f"its held-out run (the pipeline of podium verify): {best.heldout_verdict}, "
+                f"PPL {best.heldout_ppl:.4f}" + (f" (cap {cap:.4f})" if cap is not None else "")
+            )
     else:
         lines.append("recommended: none (no point passed every check within the limit)")
     return Answer(

@@ -191,7 +191,8 @@ class LiveSweep(SweepEvents):
             eta = self._eta(remaining)
             self.console.print(
                 text(
-                    f"  #{row[0]} {row[1]:<8} {row[2]}: PPL {row[3]}, TPS {row[4]}, "
+                    f"  #{row[0]} {row[1]:<8} {Point.of(m.changes).label()}: PPL {row[3]}, "
+                    f"TPS {row[4]}, "
                     f"{row[6]}{' ' + row[7].replace(chr(10), ' ') if row[7] else ''} "
                     f"({m.seconds:.0f} s)" + (f"; {eta}" if eta else "")
                 ),

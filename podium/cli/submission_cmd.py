@@ -654,7 +654,9 @@ def sweep_cmd(
         if result.diff is not None:
             diff = result.diff.read_text(encoding="utf-8")
             con.print(f"the podium.toml change ({markup(result.diff)}):")
-            con.print(text(diff.rstrip() or "  (none: keep the config you have)", "dim"))
+            con.print(
+                text(diff.rstrip() or "  (none: keep the config you have)", "dim", multiline=True)
+            )
         for note in result.notes:
             con.print(text(f"note: {note}"))
         if result.plot is not None:

@@ -190,7 +190,7 @@ def test_a_point_is_read_against_the_baselines_beside_it() -> None:
 def test_the_margin_is_the_largest_public_to_heldout_rise_and_the_limit_follows() -> None:
     m = measured_margin([("a", 23.40, 23.52), ("b", 23.90, 23.86)])
     assert m.value == pytest.approx(0.12) and m.source == "heldout"
-    assert "held-out 23.5200 - public 23.4000 = +0.1200" in m.lines[0]
+    assert "held-out 23.5200 - public 23.4000 = +0.1200" in m.lines[1]
     assert m.lines[-1] == "margin = max(0, max of 2 rise(s)) = max(0, +0.1200) = 0.1200"
     assert measured_margin([("a", 23.5, 23.1)]).value == 0.0  # never below 0
     unknown = measured_margin([], failed=1)
