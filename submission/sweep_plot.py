@@ -110,6 +110,18 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             fontsize=7,
             color=FG if c.passed else COLORS.get(c.verdict, MUTED),
         )
+    held = [c for c in pts if c.heldout_ppl is not None]
+    for c in held:  # the same point on the held-out set: the rise the margin is made of
+        y = tps[c.point]
+        ax.plot(
+            [float(c.ppl or 0), float(c.heldout_ppl or 0)],
+            [y, y],
+            color=MUTED,
+            linestyle=":",
+            linewidth=1,
+        )
+        ax.scatter([float(c.heldout_ppl or 0)], [y], s=49, facecolors="none", zorder=3,
+                   edgecolors=COLORS.get(c.heldout_verdict or "", MUTED))  # fmt: skip
     best = answer.candidate(answer.recommended)
     if best is not None and best.ppl is not None and best.point in tps:
         ax.scatter(
@@ -142,6 +154,11 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
         plt.Line2D([], [], marker="o", linestyle="", color=COLORS["FAILED"], label="failed"),
         plt.Line2D([], [], marker="s", linestyle="", color=MUTED, label="baseline config"),
     ]
+    if held:
+        handles.append(
+            plt.Line2D([], [], marker="o", linestyle=":", color=MUTED, markerfacecolor="none",
+                       label="its held-out PPL (blind run; colour: its verdict)")
+        )  # fmt: skip
     ax.legend(
         handles=handles + ax.get_legend_handles_labels()[0],
         fontsize=7,
