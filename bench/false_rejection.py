@@ -9,7 +9,7 @@ sample submission packaged once, rebuilt without cache, run in the Docker sandbo
 timed evaluation with its interleaved PPL records and probes (fresh seeds every run),
 the reference stage on the verifier's own model. Per run it records the verdict, every
 check's status, and the margins of the calibrated checks (reference-decode agreement,
-the PPL deltas, the caching speedup, the trials' CV and how many trials ran), so the
+the PPL deltas, the trials' CV and how many trials ran), so the
 distance from each bound is visible, not only the verdict.
 
 ``--hog N`` starts N busy processes that run for 3 s and pause for 3 s, over and over,
@@ -40,7 +40,8 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
 
     tps = report["metrics"].get("tps") or {}
     return {
-        "reference_decode_fraction": detail("integrity.reference-decode", "fraction"),
+        "reference_decode_mean_gap": detail("integrity.reference-decode", "mean_gap"),
+        "reference_decode_large_gap_share": detail("integrity.reference-decode", "large_gap_share"),
         "reference_decode_max_gap": detail("integrity.reference-decode", "max_gap"),
         "ppl_delta_low": detail("ppl.reference-mismatch", "lowest_delta_nats"),
         "ppl_delta_high": detail("ppl.reference-mismatch", "highest_delta_nats"),
@@ -48,7 +49,9 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
         "same_path_fraction": detail("integrity.same-path", "fraction"),
         "tps_median": tps.get("median"),
         "tps_cv": tps.get("cv"),
+        "tps_ci": (tps.get("stability") or {}).get("ci"),
         "trials_run": (tps.get("stability") or {}).get("trials_run"),
+        "repeated_requests": tps.get("repeated_requests"),
         "free_running_identical": (detail("integrity.reference-decode", "free_running") or {}).get(
             "identical"
         ),
@@ -122,14 +125,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "margins": {
             key: spread(key)
             for key in (
-                "reference_decode_fraction",
+                "reference_decode_mean_gap",
+                "reference_decode_large_gap_share",
                 "reference_decode_max_gap",
                 "ppl_delta_low",
                 "ppl_delta_high",
                 "caching_speedup",
                 "same_path_fraction",
                 "tps_cv",
+                "tps_ci",
                 "trials_run",
+                "repeated_requests",
             )
         },
         "per_run": runs,
