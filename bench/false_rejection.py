@@ -8,7 +8,7 @@ Each run is the real pipeline on the tiny challenge exactly as an organizer runs
 sample submission packaged once, rebuilt without cache, run in the Docker sandbox, the
 timed evaluation with its interleaved PPL records and probes (fresh seeds every run),
 the reference stage on the verifier's own model. Per run it records the verdict, every
-check's status, and the margins of the calibrated checks (reference-decode agreement,
+check's status, and the margins of the calibrated checks (the reference decode's gaps,
 the PPL deltas, the trials' CV and how many trials ran), so the
 distance from each bound is visible, not only the verdict.
 
