@@ -30,6 +30,17 @@ COLORS = {
 FG, MUTED, GRID = "#1d232b", "#66707c", "#eef1f4"
 
 
+def _compact(changes: dict) -> str:
+    """``SLIDING_WINDOW=16 SPECULATIVE_CONFIG=mtp/3``: an object's values only."""
+
+    def value(v: object) -> str:
+        if isinstance(v, dict):
+            return "/".join(value(x) for x in v.values())
+        return "none" if v is None else str(v)
+
+    return " ".join(f"{k}={value(v)}" for k, v in changes.items())
+
+
 def _color(c: Candidate) -> str:
     return COLORS["UNOFFICIAL"] if c.passed else COLORS.get(c.verdict, MUTED)
 
@@ -99,7 +110,7 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             marker="s" if c.is_baseline else "o",
             edgecolors="none",
         )
-        note = "baseline" if c.is_baseline else c.label
+        note = "baseline" if c.is_baseline else _compact(c.changes)
         if not c.passed:
             note += "\n" + (", ".join(c.failing) or c.verdict)
         ax.annotate(
