@@ -51,7 +51,7 @@ def test_tiny_directory_stays_small() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "count"), [("public-prompts.jsonl", 32), ("heldout-prompts.jsonl", 1024)]
+    ("name", "count"), [("public-prompts.jsonl", 1024), ("heldout-prompts.jsonl", 1024)]
 )
 def test_prompt_files_are_well_formed(name: str, count: int) -> None:
     """1,024 held-out prompts: no verification of tiny needs to repeat one (512 at most:
