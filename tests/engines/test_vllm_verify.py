@@ -9,8 +9,9 @@ no capabilities, internal network), through ``verifier.pipeline.verify``:
   by the tiny challenge's pinned, trained drafter, mounted read-only at /drafter, and a
   sliding window of 16): still VERIFIED, the acceptance rate from vLLM's /metrics in the
   report;
-- lossy entries inside the rules: SLIDING_WINDOW 24 and 16 VERIFIED (the reference runs the
-  declared window); SLIDING_WINDOW 8, over the PPL cap, REJECTED by ``ppl.cap`` alone;
+- lossy entries inside the rules: SLIDING_WINDOW 24 (and 16, in tiny-winning) VERIFIED (the
+  reference runs the declared window); SLIDING_WINDOW 8, over the PPL cap, REJECTED by
+  ``ppl.cap`` alone;
 - a cheat: the bundle's copy of the launcher appends the flags of a free engine variable,
   which smuggles ``--logprobs-mode raw_logits`` past the knob rules and overrides the frozen
   MAX_NUM_SEQS: REJECTED for the positive logprobs, the forbidding rule seen at run time,
@@ -193,11 +194,12 @@ def test_raw_logits_smuggled_through_a_free_variable_is_rejected(tmp_path: Path)
 
 
 @pytest.mark.quiet("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path")
-@pytest.mark.parametrize("window", [24, 16])
+@pytest.mark.parametrize("window", [24])
 def test_a_shorter_sliding_window_inside_the_cap_is_verified(tmp_path: Path, window: int) -> None:
     """SLIDING_WINDOW is the published winner's lever (a 4 % PPL cost on E4B): the reference
     runs the model with the declared window, so the entry is judged against what it
-    declared, and VERIFIED while its PPL is inside the cap."""
+    declared, and VERIFIED while its PPL is inside the cap. (A window of 16 is verified
+    with the champion's other levers in ``test_the_champions_levers_on_tiny_are_verified``.)"""
     knobs = {"SLIDING_WINDOW": window}
     report = run_verify(make_bundle(tmp_path, f"window-{window}", knobs), tmp_path / "out")
     assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])

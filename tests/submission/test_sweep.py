@@ -333,7 +333,7 @@ def test_a_vllm_sweep_of_the_window_ends_with_a_front_a_plot_and_a_verified_pick
     done = subprocess.run(
         [
             sys.executable, "-m", "podium.cli.app", "submission", "sweep", str(src),
-            "--knob", "SLIDING_WINDOW=16,32", "--baseline-every", "2", "-o", str(out), "--json",
+            "--knob", "SLIDING_WINDOW=16", "--baseline-every", "2", "-o", str(out), "--json",
         ],
         capture_output=True, text=True, timeout=3000,
     )  # fmt: skip
@@ -345,7 +345,7 @@ def test_a_vllm_sweep_of_the_window_ends_with_a_front_a_plot_and_a_verified_pick
     assert pick["heldout_verdict"] == "VERIFIED"  # the blind pipeline, as podium verify runs it
     assert result["margin"]["source"] == "heldout"
     windows = {p["changes"].get("SLIDING_WINDOW") for p in result["points"]}
-    assert windows == {None, 16, 32}
+    assert windows == {None, 16}  # one point beside the baseline: the grid's cost is in bench
     for p in result["points"]:  # every point is judged, whatever today's checks say
         assert p["verdict"] in ("UNOFFICIAL", "REJECTED", "FAILED")
         assert p["passed"] or p["failing"] or p["verdict"] == "FAILED"

@@ -423,9 +423,10 @@ class Stability:
             )
         if self.run == self.planned:
             return f"{self.planned} planned trials, {text}"
+        verb = "now" if self.stable else "still"
         return (
             f"the first {self.planned} trials disagreed; {self.run - self.planned} more ran "
-            f"(cap {self.max_trials}), {text}"
+            f"(cap {self.max_trials}), {verb} {text}"
         )
 
     def to_dict(self) -> dict[str, Any]:
