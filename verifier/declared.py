@@ -47,11 +47,11 @@ class DeclaredModel:
         }
 
     def engine_env(self) -> dict[str, str]:
-        """The baseline engine's environment knobs for this model."""
-        env = {"DTYPE": self.dtype}
-        if self.sliding_window is not None:
-            env["SLIDING_WINDOW"] = str(self.sliding_window)
-        return env
+        """The baseline engine's environment knobs for this model (the dtype is the
+        runner's ``--dtype``)."""
+        if self.sliding_window is None:
+            return {}
+        return {"SLIDING_WINDOW": str(self.sliding_window)}
 
 
 def _overrides(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -161,7 +161,6 @@ def reference_runner(
     the entry declared it where the reference reproduces that exactly (window, dtype).
     """
     env = declared.engine_env() if declared is not None else {}
-    env.pop("DTYPE", None)  # given as --dtype below
     if settings.logit_cells is not None:
         env["LOGIT_CELLS"] = str(settings.logit_cells)
     return ProcessRunner(
