@@ -72,10 +72,19 @@ lowest: $(LOWEST_STAMP)
 	$(LOWEST)/bin/python -m pytest -q -p no:cacheprovider -m "not docker and not slow and not browser and not gpu" \
 		$(LOWEST_TESTS)
 
+# Two parts: the suite file by file on TEST_WORKERS processes (pytest-xdist; a file stays on
+# one worker, so its module-scoped verifications are shared), then the tests marked
+# `serial`, which measure the machine's own timing and run with nothing beside them.
+# Each part fails on a failure and on "no tests ran".
+TEST_WORKERS ?= 2
+TEST_ENV := PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1
+
 test: venv docker browser lint lowest
 	mkdir -p $(ARTIFACTS)
-	PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1 $(VENV)/bin/pytest -m "not gpu" -p no:cacheprovider \
-		--junitxml=$(ARTIFACTS)/junit.xml
+	$(TEST_ENV) $(VENV)/bin/pytest -m "not gpu and not serial" -n $(TEST_WORKERS) --dist loadfile \
+		-p no:cacheprovider --junitxml=$(ARTIFACTS)/junit.xml
+	$(TEST_ENV) $(VENV)/bin/pytest -m "serial and not gpu" -p no:cacheprovider \
+		--junitxml=$(ARTIFACTS)/junit-serial.xml
 
 # scripts/demo.sh sets up what it runs itself (make demo-venv, the engine base image), one
 # line per step, so that the package managers' output stays in its log.
