@@ -17,6 +17,22 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``pytest -n N`` (``make test``), worker ``gwK`` runs on a core of its own when
+    there are cores enough: its engines (processes inherit the affinity, containers get it
+    from the runner, ``verifier.runners.local_docker.own_cores``) then never share a core
+    with the other worker's, so neither's timed trials see the other's load."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if 1 < count <= len(cores):
+        share = len(cores) // count
+        index = int(worker[2:])
+        os.sched_setaffinity(0, cores[index * share : (index + 1) * share])
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path_factory.mktemp("hf_home")

@@ -109,6 +109,20 @@ def remove_leftovers(client: Any) -> int:
     return removed
 
 
+def own_cores() -> str | None:
+    """The cores this process may run on (``1,3``), when it was given fewer than the
+    machine has; else None. The engine's container is held to the same cores, so a host
+    that reserves cores for verifying (``taskset -c 4-15 podium verify ...``) keeps the
+    timed work off the others, and two verifications pinned apart do not share a core."""
+    try:
+        mine = os.sched_getaffinity(0)
+    except (AttributeError, OSError):  # no affinity on this platform
+        return None
+    if len(mine) >= (os.cpu_count() or len(mine)):
+        return None
+    return ",".join(str(core) for core in sorted(mine))
+
+
 class LocalDockerRunner:
     info = RunnerInfo(name="local-docker", can_verify=True)
 
@@ -196,6 +210,8 @@ class LocalDockerRunner:
                 kwargs["memswap_limit"] = limits.memory_bytes
             if limits.cpus:
                 kwargs["nano_cpus"] = int(limits.cpus * 1e9)
+            if (cores := own_cores()) is not None:
+                kwargs["cpuset_cpus"] = cores
             if want_gpu:
                 kwargs["device_requests"] = [
                     docker.types.DeviceRequest(count=1, capabilities=[["gpu"]])
