@@ -15,7 +15,10 @@ verifying sandbox (``tests/sandbox_double.py``; no Docker) and the verifier's ow
 reference runner. The engine reads the same frozen config the bundle carries.
 
 Rows: podium's baseline engine with lossy knobs the rules allow (sliding windows, int8
-and int4 weights, bfloat16), and every cheat of ``engines/cheats.py`` and
+and int4 weights, bfloat16); real vLLM (``examples/tiny-vllm`` in the Docker sandbox,
+``podium/vllm-cpu``) with a window and with the KV-cache, dtype and quantisation options
+the rules allow, each either served and judged, or refused by vLLM's CPU build at start
+(the row says with what error); and every cheat of ``engines/cheats.py`` and
 ``engines/adversarial.py`` that cheats about work. ``Crash``, ``Hang`` and ``Escape`` are
 left out: they test robustness and isolation (FAILED by design, or contained by the
 sandbox, which a process runner is not), not the judgement of work.
@@ -64,6 +67,26 @@ class Row:
     env: dict[str, str] = field(default_factory=dict)
     #: its only cheat is replaying an answer to a prompt seen before
     replays: bool = False
+    #: the example it packages: tiny-baseline (a process standing in for the sandbox) or
+    #: tiny-vllm (real vLLM from podium/vllm-cpu, in the Docker sandbox)
+    example: str = "tiny-baseline"
+
+    @property
+    def vllm(self) -> bool:
+        return self.example == "tiny-vllm"
+
+
+VLLM = "engines.vllm_launcher"
+#: the vLLM rows: the plain example, then each lossy option the rules allow
+VLLM_ROWS: dict[str, dict[str, Any]] = {
+    "fp32": {},
+    "W=16": {"SLIDING_WINDOW": 16},
+    "KV fp8": {"KV_CACHE_DTYPE": "fp8"},
+    "KV fp8_e5m2": {"KV_CACHE_DTYPE": "fp8_e5m2"},
+    "KV bfloat16": {"KV_CACHE_DTYPE": "bfloat16"},
+    "bf16": {"DTYPE": "bfloat16"},
+    "fp8 weights": {"QUANTIZATION": "fp8"},
+}
 
 
 def rows() -> list[Row]:
@@ -73,6 +96,11 @@ def rows() -> list[Row]:
     ]
     honest += [Row(q, "honest", config={"QUANTIZATION": q}) for q in ("int8", "int4")]
     honest += [Row("bf16", "honest", config={"DTYPE": "bfloat16"})]
+    # vLLM's own lossy options, as its CPU build serves them (or refuses them at start)
+    honest += [
+        Row(f"vLLM {name}", "honest", engine=VLLM, config=config, example="tiny-vllm")
+        for name, config in VLLM_ROWS.items()
+    ]
     replayers = {"ReplayCheapControls", "ReplaySlowNeighbour", "ReplayShaped", "CachedReplies"}
     cheats = [
         Row(name, "cheat", engine=f"engines.cheats:{name}", replays=name in replayers)
@@ -130,21 +158,23 @@ def _toml_value(value: Any) -> str:
 
 
 def make_source(row: Row, where: Path) -> Path:
-    """``examples/tiny-baseline`` with podium's engines and the row's knobs in its config."""
+    """The row's example with the row's knobs in its config; ``tiny-baseline`` also gets
+    podium's engines (the cheats among them)."""
     src = where / "src"
     shutil.copytree(
-        REPO_ROOT / "examples" / "tiny-baseline",
+        REPO_ROOT / "examples" / row.example,
         src,
         ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
     )
-    engines = src / "engine" / "engines"
-    shutil.copytree(
-        REPO_ROOT / "engines" / "baseline",
-        engines / "baseline",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    for name in ("__init__.py", "cheats.py", "adversarial.py"):
-        shutil.copy(REPO_ROOT / "engines" / name, engines / name)
+    if not row.vllm:
+        engines = src / "engine" / "engines"
+        shutil.copytree(
+            REPO_ROOT / "engines" / "baseline",
+            engines / "baseline",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        for name in ("__init__.py", "cheats.py", "adversarial.py"):
+            shutil.copy(REPO_ROOT / "engines" / name, engines / name)
     toml = (src / "podium.toml").read_text(encoding="utf-8")
     config = dict(row.config)
     if "DTYPE" in config:
@@ -177,7 +207,11 @@ def verify_row(row: Row, where: Path) -> dict[str, Any]:
         "OMP_NUM_THREADS": "1",
         **row.env,
     }
-    runner = VerifyingSandbox(env=env)
+    runner: Any = VerifyingSandbox(env=env)
+    if row.vllm:
+        from verifier.runners.local_docker import LocalDockerRunner
+
+        runner = LocalDockerRunner()
     t0 = time.perf_counter()
     outcome = verify(
         VerifyRequest(
@@ -272,6 +306,9 @@ def summarise(
         "caching_status": caching.get("status"),
         "errors": errors,
         "failure": (report.get("failure") or {}).get("message") if report.get("failure") else None,
+        "failure_stage": (report.get("failure") or {}).get("stage"),
+        "refusal": refusal(report) if row.vllm else None,
+        "vllm": row.vllm,
         "ppl": ppl,
         "ppl_ratio": ppl / model_ppl if ppl is not None else None,
         "engine_ppl": (metrics.get("ppl") or {}).get("engine_value", ppl),
@@ -303,6 +340,16 @@ def summarise(
     return out
 
 
+def refusal(report: dict[str, Any]) -> str | None:
+    """vLLM's own last error line, when the engine exited before it was ready."""
+    failure = report.get("failure") or {}
+    if failure.get("stage") not in ("start", "ready"):
+        return None
+    lines = str(failure.get("log_tail") or "").splitlines()
+    errors = [x.strip() for x in lines if "Error" in x or "not supported" in x.lower()]
+    return (errors[-1] if errors else str(failure.get("message", "")))[:300]
+
+
 def expectation(summary: dict[str, Any], cap: float) -> tuple[str, bool]:
     """What the row's kind must show, and whether it does."""
     verdict, errors, ppl = summary["judged"], set(summary["errors"]), summary["ppl"]
@@ -314,6 +361,9 @@ def expectation(summary: dict[str, Any], cap: float) -> tuple[str, bool]:
         return "VERIFIED (nothing to replay)", verdict == "VERIFIED" and not errors
     if summary["kind"] == "cheat":
         return "REJECTED", verdict == "REJECTED"
+    if summary.get("refusal"):
+        # vLLM's CPU build refused the option at start: no engine, nothing to judge
+        return "not served (refused at start)", verdict == "FAILED"
     if ppl is not None and ppl > cap:
         return "REJECTED by ppl.cap alone", verdict == "REJECTED" and errors == {"ppl.cap"}
     return "VERIFIED", verdict == "VERIFIED" and not errors
@@ -369,6 +419,8 @@ def markdown_table(summaries: Sequence[dict[str, Any]]) -> str:
         if s.get("noise_only"):
             mark = "yes but for `tps.unstable` (the machine's noise)"
         errors = ", ".join(f"`{e}`" for e in s["errors"]) or "–"
+        if s.get("refusal"):
+            errors = "refused: " + s["refusal"].replace("|", "/").replace("`", "'")
         lines.append(
             f"| {s['name']} | `{s['engine'].split('.', 1)[1]}` | {_knobs(s)} "
             f"| {_ppl(s)} | {_num(s['ppl_ratio'], '.4f')} "
@@ -406,7 +458,10 @@ Each row is one whole verification on the `tiny` challenge, its spec and bounds 
 shipped: `examples/tiny-baseline` packaged with podium's engine code, the row's knobs in
 the bundle's `[engine.config]` (so the verifier reads them from the frozen config),
 run by `verifier.pipeline.verify` with the verifier's own reference engine and a process
-runner that stands in for the sandbox (`tests/sandbox_double.py`). Measured at commit
+runner that stands in for the sandbox (`tests/sandbox_double.py`). The `vLLM` rows
+package `examples/tiny-vllm` instead (real vLLM from `podium/vllm-cpu`, in the Docker
+sandbox): vLLM's own lossy options, as its CPU build serves them, or the error with
+which it refuses one at start. Measured at commit
 {", ".join(f"`{s}`" for s in shas)} on a shared 2-core CPU machine ({m.get("cpu")}, load
 average {m.get("load_average")} at the end), {m.get("date")}.
 {result.get("note") or ""}

@@ -71,7 +71,8 @@ def _row(kind: str = "honest") -> calibrate.Row:
 def test_every_row_has_a_unique_name_and_no_robustness_test_is_among_them() -> None:
     names = [r.name for r in calibrate.rows()]
     assert len(names) == len(set(names))
-    assert not {r.engine.split(":")[1] for r in calibrate.rows()} & set(calibrate.LEFT_OUT)
+    assert not {r.engine.rsplit(":", 1)[-1] for r in calibrate.rows()} & set(calibrate.LEFT_OUT)
+    assert {r.name for r in calibrate.rows() if r.vllm} >= {"vLLM KV fp8", "vLLM fp8 weights"}
 
 
 def test_a_rows_knobs_reach_the_frozen_config_the_verifier_reads(tmp_path: Path) -> None:
@@ -97,6 +98,33 @@ def test_the_expectation_of_each_kind() -> None:
     assert meets("cheat", _report("REJECTED", 23.4, ("integrity.reference-decode",)))
     assert not meets("cheat", _report("VERIFIED", 23.4))
     assert not meets("cheat", _report("FAILED", 23.4))
+
+
+def test_a_vllm_row_packages_the_vllm_example_with_its_option(tmp_path: Path) -> None:
+    row = next(r for r in calibrate.rows() if r.name == "vLLM KV fp8")
+    src = calibrate.make_source(row, tmp_path)
+    packaged = package(src, tmp_path / "dist", build=False)
+    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
+    frozen = json.loads(calibrate._member(packaged.bundle.path, "engine-config.json"))
+    assert frozen["KV_CACHE_DTYPE"] == "fp8" and frozen["DTYPE"] == "float32"
+    assert not (src / "engine" / "engines" / "cheats.py").exists()  # vLLM, not the cheats
+
+
+def test_an_option_vllm_refuses_at_start_is_said_so_and_nothing_else_passes_for_it() -> None:
+    row = next(r for r in calibrate.rows() if r.name == "vLLM fp8 weights")
+    refused = _report("FAILED", 0.0)
+    refused["metrics"] = {}
+    refused["failure"] = {
+        "stage": "ready",
+        "message": "the engine exited before it was ready",
+        "log_tail": "INFO start\nValueError: fp8 quantization is not supported on CPU\n",
+    }
+    s = calibrate.summarise(row, refused, model_ppl=23.404752, cap=CAP)
+    assert s["meets"] and s["refusal"] == "ValueError: fp8 quantization is not supported on CPU"
+    assert "refused: ValueError" in calibrate.markdown_table([s])
+    later = {**refused, "failure": {**refused["failure"], "stage": "evaluation"}}
+    s = calibrate.summarise(row, later, model_ppl=23.404752, cap=CAP)
+    assert not s["meets"] and s["refusal"] is None  # a run that broke later is a miss
 
 
 def test_a_skipped_caching_check_alone_is_judged_verified_and_said_so() -> None:
