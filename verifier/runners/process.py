@@ -26,6 +26,31 @@ from verifier.declared import DeclaredModel
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel SIGKILL the engine when the process that
+    started it dies (Linux's ``PR_SET_PDEATHSIG``): a verifier or a sweep killed mid-run
+    (SIGKILL included) leaves no engine behind, although the engine runs in a session of
+    its own. None where there is no such call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes  # loaded here, in the parent: the child only calls it
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the call: follow it now
+            os._exit(1)
+
+    return preexec
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -111,7 +136,12 @@ class ProcessRunner:
             cmd += ["--dtype", self.dtype]
         log = open(log_path, "wb")  # noqa: SIM115 - owned by the process for its lifetime
         proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_dies_with_parent(),  # one libc call in the child, no Python locks
         )
         log.close()
         self._procs.append(proc)
