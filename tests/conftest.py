@@ -62,7 +62,20 @@ def docker_available() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip docker tests where no engine runs, unless PODIUM_REQUIRE_DOCKER=1 (CI)."""
+    """The heaviest files first, so that ``pytest -n 2 --dist loadfile`` (which hands out
+    files in this order) starts the long ones at once and fills in with the short ones:
+    files with a Docker test, then files with a slow one, then the rest; within each, the
+    file with more such tests first. Then skip docker tests where no engine runs, unless
+    PODIUM_REQUIRE_DOCKER=1 (CI)."""
+    kind: dict[str, int] = {}
+    heavy: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        mark = 0 if "docker" in item.keywords else 1 if "slow" in item.keywords else 2
+        kind[path] = min(mark, kind.get(path, 2))
+        heavy[path] = heavy.get(path, 0) + (mark < 2)
+    # a stable sort on whole files: each file's tests stay together, in their order
+    items.sort(key=lambda item: (kind[p := item.nodeid.split("::")[0]], -heavy[p]))
     if os.environ.get("PODIUM_REQUIRE_DOCKER") == "1":
         return
     if any("docker" in item.keywords for item in items) and not docker_available():
