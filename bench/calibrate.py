@@ -86,6 +86,7 @@ VLLM_ROWS: dict[str, dict[str, Any]] = {
     "KV bfloat16": {"KV_CACHE_DTYPE": "bfloat16"},
     "bf16": {"DTYPE": "bfloat16"},
     "fp8 weights": {"QUANTIZATION": "fp8"},
+    "fp8 weights bf16": {"QUANTIZATION": "fp8", "DTYPE": "bfloat16"},
 }
 
 

@@ -189,3 +189,54 @@ def test_quantisation_and_the_kv_cache_dtype_are_budgeted_not_reproduced() -> No
     )
     assert model.budgeted == {"QUANTIZATION": "fp8", "KV_CACHE_DTYPE": "fp8"}
     assert model.applied == {} and model.dtype == "bfloat16"
+
+
+# -- integrity.same-path against the same budget ------------------------------------------
+
+
+def _same_path(own_top: int, of: int, excess: float, ratio: float) -> Any:
+    """A probed answer of ``of`` tokens, ``own_top`` of them the engine's own teacher-forced
+    top (the rest 0.5 nats below a token it did not generate), judged with the reference
+    evidence of an engine whose scoring loses ``excess`` nats per token."""
+    import asyncio
+
+    from verifier.checks.base import CheckContext
+    from verifier.checks.same_path import same_path
+    from verifier.harness.probes import Evidence, SamePathProbe
+
+    tokens = [1] * of
+    positions = [
+        {"1": {"logprob": -0.1}}
+        if j < own_top
+        else {"1": {"logprob": -0.6}, "2": {"logprob": -0.1}}
+        for j in range(of)
+    ]
+    probe = SamePathProbe("0.0.0", "p", [5, 6], tokens, positions)
+    ev = evidence(spread(0.0), excess, budgeted=True)
+    ev.scored["0.0.0"] = [Position(1, 0.0, 1, 0.0) for _ in range(of)]
+    ctx = CheckContext(
+        SPEC,
+        ppl=ppl(ratio),
+        evidence=Evidence(plan={}, same_path=[probe]),
+        reference_evidence=ev,
+        model_ppl=MODEL_PPL,
+    )
+    return asyncio.run(same_path(ctx)).result
+
+
+def test_a_kv_cache_that_loses_what_its_ppl_admits_may_decode_off_its_own_scoring() -> None:
+    """vLLM's bfloat16 KV cache on its CPU build: 78.9 % own-top at a scoring loss of 0.41
+    nats per token, PPL 1.51 x the model's: the cap rejects it; same-path must not add a
+    second verdict about paths the loss already condemns."""
+    over = _same_path(101, 128, excess=0.41, ratio=1.51)
+    assert over.status == "pass", over.summary
+    assert over.details["required_fraction"] == pytest.approx(0.95 - 0.41)
+
+
+def test_inside_the_cap_the_slack_is_the_budget_and_no_more() -> None:
+    honest_numerics = _same_path(101, 128, excess=0.0, ratio=1.0)
+    assert honest_numerics.status == "fail"  # nothing lost: decode must be its own scoring
+    inside = _same_path(101, 128, excess=0.2, ratio=1.04)  # e is clipped to ln 1.05
+    assert inside.status == "fail"
+    assert inside.details["required_fraction"] == pytest.approx(0.95 - math.log(1.05))
+    assert _same_path(118, 128, excess=0.2, ratio=1.04).status == "pass"  # 92 % >= 90.1 %

@@ -14,10 +14,15 @@ engine has stopped, at each generated position:
   engine that lists only what it generated, labelled as the top, does not pass by
   forging its own scoring.
 
-The first fraction must be at least ``min_fraction``; the share of positions that leave
-the reference's top out may be what the decode's own allowance gives its large gaps
-(``verifier.checks.reference``: a lossy entry the reference cannot reproduce differs
-from it by what its own scoring loss admits, and no more). This is a cheap first filter,
+The first fraction must be at least ``min_fraction``, less the engine's own scoring loss
+``e`` against the reference (nats per token, the decode allowance's, clipped to the
+quality budget within the cap): a KV cache the reference cannot reproduce makes decoding
+(which reads the cache) and scoring (which computes most of it afresh) differ by what its
+loss admits, and a whole nat of loss per token leaves nothing of this filter, as it
+leaves the entry over any cap. The share of positions that leave the reference's top out
+may be what the decode's own allowance gives its large gaps (``verifier.checks.reference``:
+a lossy entry the reference cannot reproduce differs from it by what its own scoring loss
+admits, and no more). This is a cheap first filter,
 not the proof: an engine that recognises the probes could answer them honestly, and the
 proof of honest decoding is ``integrity.reference-decode`` on the timed answers
 themselves. Without a reference engine (a self-check run without one) only the first
@@ -109,6 +114,8 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
         else None
     )
     large_gap = allowed.large_gap if allowed is not None else math.inf
+    slack = allowed.excess * float(decode["large_share_factor"]) if allowed is not None else 0.0
+    required = max(minimum - slack, 0.0)
     total = matched = missing = 0
     rows: list[dict[str, Any]] = []
     for probe in probes:
@@ -133,6 +140,8 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
     details = {
         "fraction": fraction,
         "min_fraction": minimum,
+        "required_fraction": required,
+        "scoring_loss_slack": slack,
         "tie_tolerance": tolerance,
         "tokens": total,
         "with_reference": allowed is not None,
@@ -142,7 +151,9 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
     }
     text = (
         f"{percent(fraction)} of {total} generated tokens in {len(rows)} probed answers are "
-        f"the engine's own teacher-forced top by value (required {percent(minimum)})"
+        f"the engine's own teacher-forced top by value (required {percent(required)}"
+        + (f": {percent(minimum)} less its scoring loss {slack:.3f}" if slack > 0 else "")
+        + ")"
     )
     if max_left is not None:
         text += (
@@ -151,7 +162,7 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
         )
     else:
         text += " (no reference: values only)"
-    ok = fraction >= minimum and (max_left is None or left_share <= max_left)
+    ok = fraction >= required and (max_left is None or left_share <= max_left)
     return judged(
         CHECK_ID,
         ok,
