@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import json
 import math
+import re
 import shutil
 import sys
 import tarfile
@@ -226,7 +227,7 @@ def verify_row(row: Row, where: Path) -> dict[str, Any]:
     wall_s = time.perf_counter() - t0
     log = where / "out" / "engine.log"
     text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
-    return {"report": outcome.report, "wall_s": wall_s, "stats": cheat_stats(text)}
+    return {"report": outcome.report, "wall_s": wall_s, "stats": cheat_stats(text), "log": text}
 
 
 def cheat_stats(log: str) -> dict[str, int] | None:
@@ -264,9 +265,10 @@ def summarise(
     cap: float,
     wall_s: float | None = None,
     stats: dict[str, int] | None = None,
+    log: str = "",
 ) -> dict[str, Any]:
-    """One table row from a verification report: the numbers and whether they meet the
-    expectation of the row's kind."""
+    """One table row from a verification report (``log``: the engine's): the numbers
+    and whether they meet the expectation of the row's kind."""
     metrics = report.get("metrics") or {}
     ppl_value = (metrics.get("ppl") or {}).get("value")
     ppl = float(ppl_value) if ppl_value is not None else None
@@ -308,7 +310,7 @@ def summarise(
         "errors": errors,
         "failure": (report.get("failure") or {}).get("message") if report.get("failure") else None,
         "failure_stage": (report.get("failure") or {}).get("stage"),
-        "refusal": refusal(report) if row.vllm else None,
+        "refusal": refusal(report, log) if row.vllm else None,
         "vllm": row.vllm,
         "ppl": ppl,
         "ppl_ratio": ppl / model_ppl if ppl is not None else None,
@@ -341,14 +343,19 @@ def summarise(
     return out
 
 
-def refusal(report: dict[str, Any]) -> str | None:
-    """vLLM's own last error line, when the engine exited before it was ready."""
+def refusal(report: dict[str, Any], log: str = "") -> str | None:
+    """vLLM's own root cause, when the engine exited before it was ready: the first
+    ``...Error: ...`` of its whole log (else of the report's tail) that is neither a
+    warning nor the engine core's "see root cause above"."""
     failure = report.get("failure") or {}
     if failure.get("stage") not in ("start", "ready"):
         return None
-    lines = str(failure.get("log_tail") or "").splitlines()
-    errors = [x.strip() for x in lines if "Error" in x or "not supported" in x.lower()]
-    return (errors[-1] if errors else str(failure.get("message", "")))[:300]
+    for text in (log, str(failure.get("log_tail") or "")):
+        for line in text.splitlines():
+            found = re.search(r"\b(\w+Error: .*)", line)
+            if found and "root cause above" not in line and "WARNING" not in line:
+                return found.group(1).strip()[:300]
+    return str(failure.get("message", ""))[:300]
 
 
 def expectation(summary: dict[str, Any], cap: float) -> tuple[str, bool]:
@@ -535,6 +542,7 @@ def _from_keep(
             cap=cap,
             wall_s=before.get("wall_s"),
             stats=cheat_stats(text),
+            log=text,
         )
         summary["git_sha"] = before.get("git_sha")
         out.append(summary)
@@ -615,6 +623,7 @@ def main(argv: list[str] | None = None) -> int:
             cap=cap,
             wall_s=run["wall_s"],
             stats=run["stats"],
+            log=run["log"],
         )
         summary["git_sha"] = sha
         kept[row.name] = summary

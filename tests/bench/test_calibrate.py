@@ -117,9 +117,14 @@ def test_an_option_vllm_refuses_at_start_is_said_so_and_nothing_else_passes_for_
     refused["failure"] = {
         "stage": "ready",
         "message": "the engine exited before it was ready",
-        "log_tail": "INFO start\nValueError: fp8 quantization is not supported on CPU\n",
+        "log_tail": "RuntimeError: Engine core initialization failed. See root cause above.\n",
     }
-    s = calibrate.summarise(row, refused, model_ppl=23.404752, cap=CAP)
+    log = (
+        "(APIServer) WARNING ulimit: errors like `OSError: [Errno 24] Too many open files`\n"
+        "(Worker) ERROR ValueError: fp8 quantization is not supported on CPU\n"
+        "RuntimeError: Engine core initialization failed. See root cause above.\n"
+    )
+    s = calibrate.summarise(row, refused, model_ppl=23.404752, cap=CAP, log=log)
     assert s["meets"] and s["refusal"] == "ValueError: fp8 quantization is not supported on CPU"
     assert "refused: ValueError" in calibrate.markdown_table([s])
     later = {**refused, "failure": {**refused["failure"], "stage": "evaluation"}}
