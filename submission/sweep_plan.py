@@ -118,11 +118,14 @@ def parse_knob(option: str) -> Knob:
     return Knob(name, choices=tuple(unique))
 
 
-def short(value: Any) -> str:
-    """A knob's value for people: ``none``, ``16``, ``{method=mtp,num_speculative_tokens=3}``."""
+def short(value: Any, *, keys: bool = True) -> str:
+    """A knob's value for people: ``none``, ``16``, ``{method=mtp,num_speculative_tokens=3}``;
+    without ``keys``, an object's values only (``mtp/3``), where room is short (the plot)."""
     if value is None:
         return UNSET
     if isinstance(value, dict):
+        if not keys:
+            return "/".join(short(v, keys=False) for v in value.values())
         return "{" + ",".join(f"{k}={short(v)}" for k, v in value.items()) + "}"
     return value if isinstance(value, str) else canonical(value)
 
@@ -154,10 +157,10 @@ class Point:
                 merged[name] = value
         return merged
 
-    def label(self, sep: str = " ") -> str:
+    def label(self, sep: str = " ", *, keys: bool = True) -> str:
         if not self.changes:
             return "(the directory's config)"
-        return sep.join(f"{k}={short(v)}" for k, v in self.changes.items())
+        return sep.join(f"{k}={short(v, keys=keys)}" for k, v in self.changes.items())
 
     @classmethod
     def of(cls, changes: dict[str, Any]) -> Point:

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from submission.sweep_answer import Answer, Candidate
+from submission.sweep_plan import Point
 
 #: leaderboard/views/static/app.js COLORS and style.css
 COLORS = {
@@ -28,17 +29,6 @@ COLORS = {
     "INVALID": "#c53030",
 }
 FG, MUTED, GRID = "#1d232b", "#66707c", "#eef1f4"
-
-
-def _compact(changes: dict) -> str:
-    """``SLIDING_WINDOW=16 SPECULATIVE_CONFIG=mtp/3``: an object's values only."""
-
-    def value(v: object) -> str:
-        if isinstance(v, dict):
-            return "/".join(value(x) for x in v.values())
-        return "none" if v is None else str(v)
-
-    return " ".join(f"{k}={value(v)}" for k, v in changes.items())
 
 
 def _color(c: Candidate) -> str:
@@ -110,7 +100,7 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             marker="s" if c.is_baseline else "o",
             edgecolors="none",
         )
-        note = "baseline" if c.is_baseline else _compact(c.changes)
+        note = "baseline" if c.is_baseline else Point.of(c.changes).label(keys=False)
         if not c.passed:
             note += "\n" + (", ".join(c.failing) or c.verdict)
         ax.annotate(
