@@ -209,11 +209,9 @@ def verify_row(row: Row, where: Path) -> dict[str, Any]:
         "OMP_NUM_THREADS": "1",
         **row.env,
     }
-    runner: Any = VerifyingSandbox(env=env)
-    if row.vllm:
-        from verifier.runners.local_docker import LocalDockerRunner
+    from verifier.runners.local_docker import LocalDockerRunner
 
-        runner = LocalDockerRunner()
+    runner: Any = LocalDockerRunner() if row.vllm else VerifyingSandbox(env=env)
     t0 = time.perf_counter()
     outcome = verify(
         VerifyRequest(

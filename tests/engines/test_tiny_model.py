@@ -54,8 +54,8 @@ def test_tiny_directory_stays_small() -> None:
     ("name", "count"), [("public-prompts.jsonl", 1024), ("heldout-prompts.jsonl", 1024)]
 )
 def test_prompt_files_are_well_formed(name: str, count: int) -> None:
-    """1,024 held-out prompts: no verification of tiny needs to repeat one (512 at most:
-    8 prompts a pass, 8 passes of a 2 s trial at 2,000 tok/s, 8 trials)."""
+    """1,024 prompts each: no verification of tiny needs to repeat one (1,024 at most:
+    8 prompts a pass, 8 passes of a 2 s trial at 2,000 tok/s, 16 trials)."""
     rows = read_jsonl(name)
     assert len(rows) == count
     assert all(set(r) == {"id", "prompt"} for r in rows)
