@@ -2,9 +2,10 @@
 
 The baseline engine runs as a process on the shipped tiny model and the harness measures
 it with the tiny spec unchanged (``bench.stability.measure``, which also reports how far
-from the bound each side sits). On a quiet machine the trials agree within
-``tps.max_cv``; with busy processes that switch on and off during the run, trials
-disagree, extra trials run up to ``tps.max_trials``, and the measurement ends unstable.
+from the bound each side sits). On an ordinary shared machine the trials agree within
+``tps.max_cv``, or enough of them pin the mean within ``tps.max_ci``; with busy processes
+that switch on and off during the run, trials disagree, extra trials run up to
+``tps.max_trials``, and the measurement ends unstable.
 """
 
 from __future__ import annotations
@@ -36,10 +37,17 @@ def engine() -> Iterator[str]:
 
 
 @pytest.mark.quiet("tps.unstable")
-def test_an_honest_engine_on_a_quiet_machine_is_stable(engine: str) -> None:
+def test_an_honest_engine_on_an_ordinary_machine_is_a_measurement(engine: str) -> None:
+    """Whatever else runs on the machine (CI's neighbours, a second worker): the trials
+    either agree within ``max_cv`` or, with extra trials, pin their mean within ``max_ci``.
+    Which of the two depends on the machine's load, so the test asserts the pair."""
+    tps = load_challenge("tiny").tps
     check = measure(engine)
     assert check["status"] == "pass", check["summary"]
-    assert check["cv"] <= load_challenge("tiny").tps.max_cv
+    agree = check["cv"] is not None and check["cv"] <= tps.max_cv
+    pinned = check["ci"] is not None and check["ci"] <= tps.max_ci
+    assert agree or pinned, check["summary"]
+    assert check["trials_run"] <= tps.max_trials
 
 
 @pytest.mark.fires("tps.unstable")
