@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from submission.bundle import package
     from verifier.pipeline import VerifyRequest, verify
     from verifier.runners.local_docker import LocalDockerRunner
-    from verifier.runners.process import reference_runner
+    from verifier.runners.reference import reference_runner
 
     work = Path(tempfile.mkdtemp(prefix="podium-frr-"))
     src = work / "src"

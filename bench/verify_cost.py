@@ -8,7 +8,9 @@ Each tree packages the sample submission with its own code, then the two trees'
 alternate, ``--pairs`` times each, in one run on one machine: A, B, A, B... so a machine
 that slows down for a while slows both. Reported: every wall time, the medians and the
 ratio this/before, with both commits. The older tree runs with this tree's Python
-environment, so only the code differs.
+environment, so only the code differs. Each run's report also gives its stages: the
+seconds of each, the report's own wall time (``finished`` - ``started``), the reference
+stage's share of it, and the wall time over the evaluation plus the reference.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +74,29 @@ def _verify(tree: Path, bundle: Path, out: Path) -> dict[str, Any]:
         verdict = json.loads(done.stdout).get("verdict")
     except ValueError:
         verdict = f"no JSON (exit {done.returncode}): {done.stderr[-300:]}"
-    return {"wall_s": wall, "verdict": verdict}
+    return {"wall_s": wall, "verdict": verdict, **stages_of(out / "report.json")}
+
+
+def stages_of(report_path: Path) -> dict[str, Any]:
+    """A report's stages (seconds, summed per name), its own wall time, and the two
+    ratios of the cost goals: the reference's share of the wall time, and the wall time
+    over the evaluation plus the reference. Empty when there is no report."""
+    try:
+        report = json.loads(report_path.read_text())
+    except (OSError, ValueError):
+        return {}
+    stages: dict[str, float] = {}
+    for stage in report.get("stages") or []:
+        stages[stage["name"]] = round(stages.get(stage["name"], 0.0) + stage["seconds"], 3)
+    started, finished = (datetime.fromisoformat(report[k]) for k in ("started", "finished"))
+    report_wall = (finished - started).total_seconds()
+    judged = stages.get("evaluation", 0.0) + stages.get("reference", 0.0)
+    return {
+        "stages": stages,
+        "report_wall_s": report_wall,
+        "reference_share": stages.get("reference", 0.0) / report_wall if report_wall else None,
+        "wall_over_evaluation_and_reference": report_wall / judged if judged else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,17 +119,28 @@ def main(argv: list[str] | None = None) -> int:
             print(name, json.dumps(row), flush=True)
     shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(r["wall_s"] for r in v) for k, v in runs.items()}
+    medians = {
+        name: {
+            key: statistics.median(r[key] for r in rows if r.get(key) is not None)
+            for key in ("report_wall_s", "reference_share", "wall_over_evaluation_and_reference")
+            if any(r.get(key) is not None for r in rows)
+        }
+        for name, rows in runs.items()
+    }
     result = {
         "machine": machine(),
         "commits": {name: _sha(tree) for name, tree in trees.items()},
         "pairs": args.pairs,
         "runs": runs,
         "median_wall_s": med,
+        "median_of_reports": medians,
         "ratio_this_over_before": med["this"] / med["before"],
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     ratio = result["ratio_this_over_before"]
     print(f"median {med['before']:.1f} s -> {med['this']:.1f} s: x{ratio:.3f}")
+    for name, values in medians.items():
+        print(name, json.dumps({k: round(v, 3) for k, v in values.items()}))
     return 0
 
 

@@ -1,7 +1,8 @@
 """The verification pipeline, stage by stage.
 
-intake → environment → data → weights → rebuild → start → tokenizer and isolation (while
-the engine boots) → harness (ready, the timed evaluation with the PPL records and probes
+intake → environment → data → weights → rebuild → start → tokenizer, reference-load (a
+CPU reference, loaded in the verifier's process) and isolation (while the engine boots)
+→ harness (ready, the timed evaluation with the PPL records and probes
 placed among the timed requests, the evaluation checks) → stop → cleanup → reference (the
 verifier's own model judges a sample of the timed work, drawn with a fresh seed) →
 teardown → verdict → the one report builder (``verifier.report``) → signature.
@@ -25,6 +26,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,14 +52,14 @@ from verifier.harness.render import TokenizerRenderer
 from verifier.harness.run import HarnessResult
 from verifier.intake import Intake, intake
 from verifier.report import RunRecord, build_report, now_iso, sign_report, write_report
-from verifier.runners.base import EngineHandle, Runner
+from verifier.runners.base import EngineHandle, ReferenceRunner, Runner
 from verifier.verdict import decide, missing_checks, required_checks
 from verifier.weights import pinned_drafter, pinned_model
 
 LOG_TAIL = 4000
 
 #: how the verifier's reference engine is started: given the spec's reference settings
-ReferenceFactory = Callable[[ReferenceEngine, DeclaredModel], Runner]
+ReferenceFactory = Callable[[ReferenceEngine, DeclaredModel], ReferenceRunner]
 
 
 class Events:
@@ -224,18 +226,34 @@ def _baseline_tps(spec: ChallengeSpec, rec: RunRecord) -> float | None:
     return spec.tps.baseline_tps if rec.official_hardware else None
 
 
-def _isolation(run: _Run, runner: Runner, handle: EngineHandle) -> None:
+def _isolation(run: _Run, runner: Runner, handle: EngineHandle) -> Callable[[], None]:
+    """Start the isolation probe in a thread (it mostly waits out its connection
+    timeouts) and return the call that waits for it and records the check: the stage
+    ``isolation`` is that wait, after the tokenizer and the reference have loaded beside
+    it."""
     if not run.req.spec.check("isolation").get("enabled"):
-        return
+        return lambda: None
     assert run.sets is not None
     forbidden = [run.sets.prompts.path, run.sets.ppl.path]
-    status, summary, details, findings = run.timed(
-        "isolation", lambda: runner.isolation(handle, forbidden_paths=forbidden)
-    )
-    details.pop("container", None)
-    run.record.checks.append(CheckResult(INTEGRITY_ISOLATION, status, summary, details))
-    if status == "fail":  # our sandbox, not the participant, is at fault: cannot evaluate
-        run.fail("isolation", "; ".join(f.message for f in findings))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="isolation-probe")
+
+    def probe() -> tuple[float, tuple[str, str, dict[str, Any], list[Finding]]]:
+        t0 = time.perf_counter()
+        outcome = runner.isolation(handle, forbidden_paths=forbidden)
+        return time.perf_counter() - t0, outcome
+
+    future = pool.submit(probe)
+    pool.shutdown(wait=False)
+
+    def finish() -> None:
+        took, (status, summary, details, findings) = run.timed("isolation", future.result)
+        details.pop("container", None)
+        details["probe_s"] = round(took, 3)
+        run.record.checks.append(CheckResult(INTEGRITY_ISOLATION, status, summary, details))
+        if status == "fail":  # our sandbox, not the participant, is at fault: cannot evaluate
+            run.fail("isolation", "; ".join(f.message for f in findings))
+
+    return finish
 
 
 def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
@@ -292,8 +310,28 @@ def _declared(run: _Run) -> DeclaredModel:
     return declared_model(config, run.req.spec.reference.dtype)
 
 
+def _load_reference(run: _Run, model_dir: Path) -> ReferenceRunner | None:
+    """The reference engine the spec asks for, as the entry declared its model; one that
+    loads ahead (a CPU reference, in this process) is loaded now, while the participant's
+    engine boots, so that the reference phase only judges. It holds no port and runs no
+    thread until the participant's engine has stopped."""
+    factory = run.req.reference
+    if factory is None:
+        return None
+    reference = factory(run.req.spec.reference, _declared(run))
+    load = getattr(reference, "load", None)
+    if load is not None:
+        run.timed("reference-load", lambda: load(model_dir))
+    return reference
+
+
 def _reference(
-    run: _Run, result: HarnessResult, renderer: TokenizerRenderer, model_dir: Path, gpu: bool
+    run: _Run,
+    result: HarnessResult,
+    renderer: TokenizerRenderer,
+    model_dir: Path,
+    gpu: bool,
+    runner: ReferenceRunner | None,
 ) -> None:
     """The reference phase: the participant's engine has stopped; our own model judges."""
     spec, rec = run.req.spec, run.record
@@ -301,8 +339,7 @@ def _reference(
     model_ppl = _model_ppl(spec, run.sets)
     rec.seeds["sample"] = f"{seed:016x}"
     declared = _declared(run)
-    factory = run.req.reference
-    if factory is None:  # checks that need the reference say so (skip); same-path uses values
+    if runner is None:  # checks that need the reference say so (skip); same-path uses values
         outcomes = run.timed(
             "reference",
             lambda: judge_with_reference(
@@ -315,7 +352,6 @@ def _reference(
             ),
         )
     else:
-        runner = factory(spec.reference, declared)
         handle = None
         try:
             handle = runner.start(spec, model_dir=model_dir, gpu=gpu)
@@ -337,7 +373,6 @@ def _reference(
         finally:
             if handle is not None:
                 handle.stop()
-            runner.cleanup()
     for outcome in outcomes:
         if outcome.result is not None:
             rec.checks.append(outcome.result)
@@ -401,11 +436,15 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         stage = rec.stages[-1].name if rec.stages else "intake"
         run.fail(stage, str(exc))
         return
+    reference: ReferenceRunner | None = None
     try:
-        # while the engine boots: our tokenizer loads, the isolation probe waits out its
-        # timeouts; neither touches the timed work, which starts once the engine is ready
+        # while the engine boots: the isolation probe waits out its timeouts (in a thread),
+        # our tokenizer loads, so does a CPU reference; none of it touches the timed work,
+        # which starts once all three are done and the engine is ready
+        isolation = _isolation(run, runner, handle)
         renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
-        _isolation(run, runner, handle)
+        reference = _load_reference(run, model.path)
+        isolation()
         if rec.failure is None:
             result = _evaluate(run, handle, renderer, model.path)
         if rec.failure is None:
@@ -420,13 +459,16 @@ def _pipeline(run: _Run, workdir: Path) -> None:
 
         run.timed("stop", stop)
         run.timed("cleanup", runner.cleanup)
-    if rec.failure is None:
-        since, first = time.perf_counter(), len(rec.stages)
-        try:
-            _reference(run, result, renderer, model.path, gpu)
-        except PodiumError as exc:
-            run.fail("reference", f"the verifier's reference engine failed: {exc}")
-        finally:
+    since, first = time.perf_counter(), len(rec.stages)
+    try:
+        if rec.failure is None:
+            _reference(run, result, renderer, model.path, gpu, reference)
+    except PodiumError as exc:
+        run.fail("reference", f"the verifier's reference engine failed: {exc}")
+    finally:
+        if reference is not None:
+            reference.cleanup()
+        if rec.failure is None or reference is not None:
             run.rest("reference-engine", since, first, "the reference engine's start and stop")
 
 

@@ -83,9 +83,9 @@ def make_runner(name: Runner | str) -> Any:
 def reference_runner(settings: Any, declared: Any = None) -> Any:
     """The verifier's reference engine, as the challenge spec and the entry's declared
     model say (imported lazily)."""
-    from verifier.runners import process
+    from verifier.runners import reference
 
-    return process.reference_runner(settings, declared)
+    return reference.reference_runner(settings, declared)
 
 
 def exit_code(verdict: str) -> int:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
-from bench import fidelity, noise, views
+from bench import fidelity, noise, verify_cost, views
 from bench.common import paced_engine
 from leaderboard.records import verify_record
 from podium.signing import KeyPair
@@ -156,3 +158,23 @@ def test_the_gpu_script_runs_its_whole_path_on_the_cpu_with_a_small_model(tmp_pa
     assert len(harness["tps"]["trials"]) == 3 and harness["tps"]["median"] > 0
     ran = {c["id"] for c in harness["checks"]}
     assert {"integrity.caching", "integrity.lengths", "tps.prompt-mismatch"} <= ran
+
+
+def test_verify_cost_reads_a_reports_stages_and_the_two_cost_ratios(tmp_path: Path) -> None:
+    report = {
+        "started": "2026-12-02T00:00:00+00:00",
+        "finished": "2026-12-02T00:00:20+00:00",
+        "stages": [
+            {"name": "tokenizer", "seconds": 4.0, "status": "ok"},
+            {"name": "evaluation", "seconds": 9.0, "status": "ok"},
+            {"name": "reference", "seconds": 1.0, "status": "ok"},
+            {"name": "reference", "seconds": 0.5, "status": "ok"},
+        ],
+    }
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    out = verify_cost.stages_of(tmp_path / "report.json")
+    assert out["stages"] == {"tokenizer": 4.0, "evaluation": 9.0, "reference": 1.5}
+    assert out["report_wall_s"] == 20.0
+    assert math.isclose(out["reference_share"], 1.5 / 20)
+    assert math.isclose(out["wall_over_evaluation_and_reference"], 20 / 10.5)
+    assert verify_cost.stages_of(tmp_path / "missing.json") == {}

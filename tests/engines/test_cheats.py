@@ -28,7 +28,7 @@ from sandbox_double import VerifyingSandbox
 from schemas.challenge import load_challenge
 from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.process import reference_runner
+from verifier.runners.reference import reference_runner
 
 pytestmark = pytest.mark.slow
 

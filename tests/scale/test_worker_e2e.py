@@ -18,7 +18,7 @@ from podium.signing import KeyPair
 from verifier.queue import request as rq
 from verifier.queue.stores import LocalQueue, describe_bundle
 from verifier.runners.local_docker import LocalDockerRunner
-from verifier.runners.process import reference_runner
+from verifier.runners.reference import reference_runner
 from verifier.worker import Worker, WorkerConfig
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -19,11 +19,12 @@ import pytest
 from sandbox_double import VerifyingSandbox
 
 from podium.errors import UsageError
-from schemas.challenge import ChallengeSpec, load_challenge
+from schemas.challenge import ChallengeSpec, ReferenceEngine, load_challenge
 from submission.bundle import package
+from verifier.declared import DeclaredModel
 from verifier.intake import intake
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.process import reference_runner
+from verifier.runners.reference import InProcessReference, reference_runner
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +74,8 @@ def test_an_honest_entry_in_a_sandbox_that_can_verify_is_verified(
     stages = [s["name"] for s in report["stages"]]
     assert stages[:2] == ["intake", "environment"] and stages[-1] == "verdict"
     assert stages.index("stop") < stages.index("reference") < stages.index("reference-engine")
+    # the CPU reference loads while the engine boots, before any timed request
+    assert stages.index("start") < stages.index("reference-load") < stages.index("evaluation")
     assert abs(sum(s["seconds"] for s in report["stages"]) - wall_s(report)) <= 1.0
     assert report["image"]["size_bytes"] == 1 and report["runner"] == "test-sandbox"
 
@@ -124,3 +127,22 @@ def test_a_bundle_rejected_at_intake_needs_no_runner(tmp_path: Path) -> None:
 def test_a_bundle_that_passes_intake_needs_a_runner(bundle: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="needs a runner"):
         verify(VerifyRequest(bundle, load_challenge("tiny"), None, tmp_path))
+
+
+def test_a_reference_that_cannot_load_fails_the_run_before_any_timed_work(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """The reference loads while the engine boots: a broken one is FAILED at once, naming
+    the stage, and the engine is stopped without one timed request."""
+
+    def broken(settings: ReferenceEngine, declared: DeclaredModel) -> InProcessReference:
+        return InProcessReference(device="cpu", dtype="float8", engine_kwargs={})
+
+    out = verify(VerifyRequest(bundle, tiny(), VerifyingSandbox(), tmp_path, reference=broken))
+    report = out.report
+    assert out.verdict == "FAILED"
+    assert report["failure"]["stage"] == "reference-load"
+    assert "the reference engine could not load" in report["failure"]["message"]
+    stages = [s["name"] for s in report["stages"]]
+    assert "evaluation" not in stages and "reference" not in stages
+    assert stages.index("reference-load") < stages.index("stop")

@@ -94,3 +94,16 @@ class Runner(Protocol):
     def cleanup(self) -> None:
         """Remove everything the runner created (containers, networks, processes)."""
         ...
+
+
+class ReferenceRunner(Protocol):
+    """What the pipeline asks of the verifier's own reference engine
+    (``verifier.runners.reference``): start it on the pinned weights, clean up after it.
+    One that can load ahead (``load(model_dir)``) is loaded while the participant's
+    engine boots, before any timed request."""
+
+    def start(
+        self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
+    ) -> EngineHandle: ...
+
+    def cleanup(self) -> None: ...

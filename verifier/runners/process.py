@@ -1,9 +1,10 @@
 """The ``process`` runner: the engine as a plain local process.
 
-For participants' self-checks and for the verifier's own reference engine. There is no
-sandbox, so a result from this runner is never VERIFIED. It runs engines of kind
-``baseline`` from the bundle's own copy of the engine code (``engine/`` in the bundle),
-or podium's shipped baseline engine when ``engine_root`` is None (the reference).
+For participants' self-checks and for the verifier's own reference engine on a GPU
+(``verifier.runners.reference``). There is no sandbox, so a result from this runner is
+never VERIFIED. It runs engines of kind ``baseline`` from the bundle's own copy of the
+engine code (``engine/`` in the bundle), or podium's shipped baseline engine when
+``engine_root`` is None (the reference).
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from podium.errors import UsageError
-from schemas.challenge import ChallengeSpec, ReferenceEngine
+from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
-from verifier.declared import DeclaredModel
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 
@@ -179,24 +179,3 @@ class ProcessRunner:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
         self._procs.clear()
-
-
-def reference_runner(
-    settings: ReferenceEngine, declared: DeclaredModel | None = None
-) -> ProcessRunner:
-    """The verifier's own reference engine: podium's baseline engine, as the spec says.
-
-    It serves the pinned weights the pipeline hands to ``start`` (never a participant's
-    image or code), on the spec's device and in its dtype; with ``declared``, the model as
-    the entry declared it where the reference reproduces that exactly (window, dtype).
-    """
-    env = declared.engine_env() if declared is not None else {}
-    if settings.logit_cells is not None:
-        env["LOGIT_CELLS"] = str(settings.logit_cells)
-    return ProcessRunner(
-        engine_root=None,
-        served_model_name="reference",
-        env=env,
-        device=settings.device,
-        dtype=declared.dtype if declared is not None else settings.dtype,
-    )

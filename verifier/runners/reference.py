@@ -1,0 +1,131 @@
+"""The verifier's own reference engine: podium's baseline engine on the pinned weights.
+
+It serves the weights the pipeline hands it (never a participant's image or code), on
+the spec's device and in its dtype, and, with the entry's ``DeclaredModel``, the model as
+the entry declared it where the reference reproduces that exactly (window, dtype).
+
+Two ways to run it, chosen from the spec's ``reference.device``:
+
+- **cpu: in the verifier's own process** (``InProcessReference``). The verifier has
+  already imported torch and transformers for its tokenizer, so loading the model costs a
+  second or two, where a fresh interpreter costs five. The pipeline loads it *while the
+  participant's engine boots* (stage ``reference-load``), before any timed request; it
+  sits idle in memory through the timed work (no thread runs, no port is open) and is
+  served on a loopback port only once the participant's engine has stopped.
+- **any other device: a process of its own** (``verifier.runners.process``), started
+  after the participant's engine has stopped, so that the two never share a GPU, and
+  killed after judging, so that the GPU's memory is free for the next run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from podium.errors import EngineError
+from schemas.challenge import ChallengeSpec, ReferenceEngine
+from verifier.declared import DeclaredModel
+from verifier.runners.base import EngineHandle
+from verifier.runners.process import ProcessRunner
+
+if TYPE_CHECKING:
+    from engines.baseline.model import BaselineEngine
+    from engines.baseline.server import EngineServer
+
+#: the name the reference serves its model under
+SERVED_NAME = "reference"
+
+
+class InProcessReference:
+    """The baseline engine in the verifier's process, loaded ahead and served on demand.
+
+    ``load`` builds the model (the slow part) and opens nothing; ``start`` serves it on a
+    free loopback port from a thread (loading first if ``load`` was not called);
+    ``cleanup`` stops the server and drops the model, so its memory goes back before the
+    next verification in the same process (a sweep, a worker): nothing else holds it once
+    the handle ``start`` returned is gone (a test checks it).
+    """
+
+    def __init__(self, *, device: str, dtype: str, engine_kwargs: dict[str, Any]) -> None:
+        self.device, self.dtype, self.engine_kwargs = device, dtype, engine_kwargs
+        self._engine: BaselineEngine | None = None
+        self._model_dir: Path | None = None
+        self._server: EngineServer | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._engine is not None
+
+    def load(self, model_dir: Path) -> None:
+        """Load the pinned weights (once); a failure is an ``EngineError`` naming it."""
+        if self._engine is not None and self._model_dir == model_dir:
+            return
+        from engines.baseline.model import BaselineEngine
+
+        try:
+            engine = BaselineEngine(
+                model_dir, device=self.device, dtype=self.dtype, **self.engine_kwargs
+            )
+        except Exception as exc:  # torch, transformers and the engine's own checks
+            raise EngineError(
+                f"the reference engine could not load {model_dir}: {type(exc).__name__}: {exc}"
+            ) from exc
+        self._engine, self._model_dir = engine, model_dir
+
+    def start(
+        self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
+    ) -> EngineHandle:
+        from engines.baseline.api import Api
+        from engines.baseline.server import EngineServer
+
+        self.load(model_dir)
+        assert self._engine is not None
+        if self._server is not None:
+            self._server.stop()
+        server = EngineServer(Api(self._engine, SERVED_NAME), "127.0.0.1", 0).start()
+        self._server = server
+
+        def stop() -> None:
+            if self._server is server:
+                server.stop()
+                self._server = None
+
+        return EngineHandle(
+            base_url=server.url,
+            is_alive=lambda: self._server is server,
+            logs=lambda n: "",
+            stop=stop,
+            describe=lambda: {"runner": "in-process", "device": self.device, "dtype": self.dtype},
+        )
+
+    def cleanup(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        self._engine = self._model_dir = None  # the model's last reference
+
+
+def reference_runner(
+    settings: ReferenceEngine, declared: DeclaredModel | None = None
+) -> InProcessReference | ProcessRunner:
+    """The reference engine for ``settings`` (the spec's ``reference``) and the entry's
+    declared model: in the verifier's process on a CPU, a process of its own elsewhere."""
+    dtype = declared.dtype if declared is not None else settings.dtype
+    window = declared.sliding_window if declared is not None else None
+    if settings.device == "cpu":
+        kwargs: dict[str, Any] = {}
+        if window is not None:
+            kwargs["sliding_window"] = window
+        if settings.logit_cells is not None:
+            kwargs["logit_cells"] = settings.logit_cells
+        return InProcessReference(device="cpu", dtype=dtype, engine_kwargs=kwargs)
+    env = declared.engine_env() if declared is not None else {}
+    if settings.logit_cells is not None:
+        env["LOGIT_CELLS"] = str(settings.logit_cells)
+    return ProcessRunner(
+        engine_root=None,
+        served_model_name=SERVED_NAME,
+        env=env,
+        device=settings.device,
+        dtype=dtype,
+    )
