@@ -78,9 +78,10 @@ def _verify(tree: Path, bundle: Path, out: Path) -> dict[str, Any]:
 
 
 def stages_of(report_path: Path) -> dict[str, Any]:
-    """A report's stages (seconds, summed per name), its own wall time, and the two
-    ratios of the cost goals: the reference's share of the wall time, and the wall time
-    over the evaluation plus the reference. Empty when there is no report."""
+    """A report's mean TPS and its trials ([tps, passes] each), its stages (seconds,
+    summed per name), its own wall time, and the two ratios of the cost goals: the
+    reference's share of the wall time, and the wall time over the evaluation plus the
+    reference. Empty when there is no report."""
     try:
         report = json.loads(report_path.read_text())
     except (OSError, ValueError):
@@ -91,7 +92,10 @@ def stages_of(report_path: Path) -> dict[str, Any]:
     started, finished = (datetime.fromisoformat(report[k]) for k in ("started", "finished"))
     report_wall = (finished - started).total_seconds()
     judged = stages.get("evaluation", 0.0) + stages.get("reference", 0.0)
+    tps = (report.get("metrics") or {}).get("tps") or {}
     return {
+        "tps": tps.get("mean"),
+        "trials": [[t["tps"], t["passes"]] for t in tps.get("trials") or []],
         "stages": stages,
         "report_wall_s": report_wall,
         "reference_share": stages.get("reference", 0.0) / report_wall if report_wall else None,

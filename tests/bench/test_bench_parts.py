@@ -164,6 +164,7 @@ def test_verify_cost_reads_a_reports_stages_and_the_two_cost_ratios(tmp_path: Pa
     report = {
         "started": "2026-12-02T00:00:00+00:00",
         "finished": "2026-12-02T00:00:20+00:00",
+        "metrics": {"tps": {"mean": 250.0, "trials": [{"tps": 250.0, "passes": 2}]}},
         "stages": [
             {"name": "tokenizer", "seconds": 4.0, "status": "ok"},
             {"name": "evaluation", "seconds": 9.0, "status": "ok"},
@@ -175,6 +176,7 @@ def test_verify_cost_reads_a_reports_stages_and_the_two_cost_ratios(tmp_path: Pa
     out = verify_cost.stages_of(tmp_path / "report.json")
     assert out["stages"] == {"tokenizer": 4.0, "evaluation": 9.0, "reference": 1.5}
     assert out["report_wall_s"] == 20.0
+    assert out["tps"] == 250.0 and out["trials"] == [[250.0, 2]]
     assert math.isclose(out["reference_share"], 1.5 / 20)
     assert math.isclose(out["wall_over_evaluation_and_reference"], 20 / 10.5)
     assert verify_cost.stages_of(tmp_path / "missing.json") == {}
