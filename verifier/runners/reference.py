@@ -10,7 +10,7 @@ Two ways to run it, chosen from the spec's ``reference.device``:
   already imported torch and transformers for its tokenizer, so loading the model costs a
   second or two, where a fresh interpreter costs five. The pipeline loads it *while the
   participant's engine boots* (stage ``reference-load``), before any timed request; it
-  sits idle in memory through the timed work (no thread runs, no port is open) and is
+  sits idle in memory through the timed work (it computes nothing, no port is open) and is
   served on a loopback port only once the participant's engine has stopped.
 - **any other device: a process of its own** (``verifier.runners.process``), started
   after the participant's engine has stopped, so that the two never share a GPU, and
