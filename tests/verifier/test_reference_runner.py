@@ -64,15 +64,7 @@ def _scores(handle: EngineHandle) -> list[list[dict[int, float]]]:
     return asyncio.run(go())
 
 
-def _process_scores(declared: DeclaredModel | None) -> list[list[dict[int, float]]]:
-    settings = load_challenge("tiny").reference
-    runner = ProcessRunner(
-        engine_root=None,
-        served_model_name="reference",
-        env=declared.engine_env() if declared else {},
-        device="cpu",
-        dtype=settings.dtype,
-    )
+def _scored_by(runner: ProcessRunner | InProcessReference) -> list[list[dict[int, float]]]:
     handle = runner.start(load_challenge("tiny"), model_dir=MODEL, gpu=False)
     try:
         return _scores(handle)
@@ -81,15 +73,23 @@ def _process_scores(declared: DeclaredModel | None) -> list[list[dict[int, float
         runner.cleanup()
 
 
+def _process_scores(declared: DeclaredModel | None) -> list[list[dict[int, float]]]:
+    """The reference as it ran before it moved in-process: a process of its own."""
+    return _scored_by(
+        ProcessRunner(
+            engine_root=None,
+            served_model_name="reference",
+            env=declared.engine_env() if declared else {},
+            device="cpu",
+            dtype=load_challenge("tiny").reference.dtype,
+        )
+    )
+
+
 def _in_process_scores(declared: DeclaredModel | None) -> list[list[dict[int, float]]]:
     reference = reference_runner(load_challenge("tiny").reference, declared)
     assert isinstance(reference, InProcessReference)
-    handle = reference.start(load_challenge("tiny"), model_dir=MODEL, gpu=False)
-    try:
-        return _scores(handle)
-    finally:
-        handle.stop()
-        reference.cleanup()
+    return _scored_by(reference)
 
 
 @pytest.mark.slow
