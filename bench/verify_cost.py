@@ -2,6 +2,7 @@
 
     git worktree add /tmp/podium-before <older commit>
     python -m bench.verify_cost --before /tmp/podium-before --pairs 5
+    python -m bench.verify_cost --before /tmp/podium-before --pairs 4 --boots 4
 
 Each tree packages the sample submission with its own code, then the two trees'
 ``podium verify`` (the Docker sandbox, the tiny challenge, everything the demo runs)
@@ -10,7 +11,11 @@ that slows down for a while slows both. Reported: every wall time, the medians a
 ratio this/before, with both commits. The older tree runs with this tree's Python
 environment, so only the code differs. Each run's report also gives its stages: the
 seconds of each, the report's own wall time (``finished`` - ``started``), the reference
-stage's share of it, and the wall time over the evaluation plus the reference.
+stage's share of it, the share of every stage the reference has (its load, its judging,
+its stop), and the wall time over the evaluation plus the reference. ``--boots N`` also
+times this tree's sandboxed engine alone, N times: from its start to its first ready
+answer, with the verifier doing nothing else. That is the time the verifier's own work
+during the boot (its tokenizer, its reference's load, the isolation probe) can hide in.
 """
 
 from __future__ import annotations
@@ -92,6 +97,8 @@ def stages_of(report_path: Path) -> dict[str, Any]:
     started, finished = (datetime.fromisoformat(report[k]) for k in ("started", "finished"))
     report_wall = (finished - started).total_seconds()
     judged = stages.get("evaluation", 0.0) + stages.get("reference", 0.0)
+    reference_all = sum(stages.get(k, 0.0) for k in ("reference-load", "reference"))
+    reference_all += stages.get("reference-engine", 0.0)
     tps = (report.get("metrics") or {}).get("tps") or {}
     return {
         "tps": tps.get("mean"),
@@ -99,14 +106,58 @@ def stages_of(report_path: Path) -> dict[str, Any]:
         "stages": stages,
         "report_wall_s": report_wall,
         "reference_share": stages.get("reference", 0.0) / report_wall if report_wall else None,
+        "reference_stages_share": reference_all / report_wall if report_wall else None,
         "wall_over_evaluation_and_reference": report_wall / judged if judged else None,
     }
+
+
+def engine_boot(bundle: Path) -> float:
+    """Seconds from the sandboxed engine's start to its first ready answer, the verifier
+    doing nothing else meanwhile (this tree's code, the tiny challenge)."""
+    import httpx
+
+    from schemas.challenge import load_challenge
+    from verifier.intake import intake
+    from verifier.runners.local_docker import LocalDockerRunner
+    from verifier.weights import pinned_model
+
+    spec = load_challenge("tiny")
+    work = Path(tempfile.mkdtemp(prefix="podium-boot-"))
+    runner = LocalDockerRunner()
+    try:
+        opened = intake(bundle, work, spec)
+        runner.prepare(opened, spec, on_log=lambda line: None)
+        model = pinned_model(spec)
+        t0 = time.perf_counter()
+        handle = runner.start(spec, model_dir=model.path, gpu=False)
+        while True:  # every 50 ms: the harness's own wait polls every 0.5 s
+            try:
+                up = all(
+                    httpx.get(handle.base_url + path, timeout=1.0).status_code == 200
+                    for path in ("/health", "/v1/models")
+                )
+            except httpx.HTTPError:
+                up = False
+            seconds = time.perf_counter() - t0
+            if up or not handle.is_alive() or seconds > spec.limits.startup_s:
+                break
+            time.sleep(0.05)
+        handle.stop()
+        if not up:
+            raise SystemExit(f"the engine was not ready after {seconds:.1f} s")
+        return seconds
+    finally:
+        runner.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.verify_cost", description=__doc__)
     parser.add_argument("--before", type=Path, required=True, help="a checkout of the older tree")
     parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument(
+        "--boots", type=int, default=0, help="also time this tree's engine boot, N times"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "verify_cost.json")
     args = parser.parse_args(argv)
     trees = {"before": args.before.resolve(), "this": REPO_ROOT}
@@ -121,12 +172,20 @@ def main(argv: list[str] | None = None) -> int:
             row = _verify(trees[name], bundles[name], work / name / f"out-{i}")
             runs[name].append(row)
             print(name, json.dumps(row), flush=True)
+    boots = [engine_boot(bundles["this"]) for _ in range(args.boots)]
+    for seconds in boots:
+        print("engine boot", json.dumps({"start_to_ready_s": seconds}), flush=True)
     shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(r["wall_s"] for r in v) for k, v in runs.items()}
     medians = {
         name: {
             key: statistics.median(r[key] for r in rows if r.get(key) is not None)
-            for key in ("report_wall_s", "reference_share", "wall_over_evaluation_and_reference")
+            for key in (
+                "report_wall_s",
+                "reference_share",
+                "reference_stages_share",
+                "wall_over_evaluation_and_reference",
+            )
             if any(r.get(key) is not None for r in rows)
         }
         for name, rows in runs.items()
@@ -138,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
         "median_wall_s": med,
         "median_of_reports": medians,
+        "engine_boot_s": boots,
         "ratio_this_over_before": med["this"] / med["before"],
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -66,9 +66,13 @@ def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
         "tps": tps.get("median"),
         "tps_trials": [t["tps"] for t in tps.get("trials", [])],
         "ppl": ppl.get("value"),
-        # from the container's start to ready: the verifier's tokenizer and isolation probe
-        # run while the engine boots, so the ready stage alone is only the wait left after them
-        "startup_s": round(sum(stages.get(k, 0.0) for k in ("tokenizer", "isolation", "ready")), 3),
+        # from the container's start to ready: the verifier's tokenizer, its reference's load
+        # and the isolation probe run while the engine boots, so the ready stage alone is
+        # only the wait left after them
+        "startup_s": round(
+            sum(stages.get(k, 0.0) for k in ("tokenizer", "reference-load", "isolation", "ready")),
+            3,
+        ),
         "wall_s": round(wall, 1),
         "stages": stages,
         "findings": [f["check_id"] for f in report["findings"]],

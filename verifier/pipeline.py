@@ -20,6 +20,7 @@ processes are removed in every case, Ctrl-C included.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shutil
@@ -27,11 +28,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from podium.errors import PodiumError, UsageError
+from podium.errors import EngineError, PodiumError, UsageError
 from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec, ReferenceEngine
 from schemas.check_ids import (
@@ -226,34 +228,61 @@ def _baseline_tps(spec: ChallengeSpec, rec: RunRecord) -> float | None:
     return spec.tps.baseline_tps if rec.official_hardware else None
 
 
-def _isolation(run: _Run, runner: Runner, handle: EngineHandle) -> Callable[[], None]:
-    """Start the isolation probe in a thread (it mostly waits out its connection
-    timeouts) and return the call that waits for it and records the check: the stage
-    ``isolation`` is that wait, after the tokenizer and the reference have loaded beside
-    it."""
-    if not run.req.spec.check("isolation").get("enabled"):
-        return lambda: None
-    assert run.sets is not None
-    forbidden = [run.sets.prompts.path, run.sets.ppl.path]
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="isolation-probe")
+#: how long the pipeline waits for the isolation probe (it takes one of its 2 s timeouts
+#: when the sandbox holds; it runs the image's own python3, which may never return)
+ISOLATION_WAIT_S = 60.0
 
-    def probe() -> tuple[float, tuple[str, str, dict[str, Any], list[Finding]]]:
-        t0 = time.perf_counter()
-        outcome = runner.isolation(handle, forbidden_paths=forbidden)
-        return time.perf_counter() - t0, outcome
 
-    future = pool.submit(probe)
-    pool.shutdown(wait=False)
+class _Probe:
+    """The isolation probe, started in a thread right after the engine (it mostly waits
+    out its connection timeouts) while the tokenizer and the reference load beside it.
+    ``finish`` is the stage ``isolation``: the wait for it, then the check recorded;
+    ``settle`` waits for it, bounded, after a stage before ``finish`` failed, so that the
+    probe is done with the sandbox before the sandbox is stopped."""
 
-    def finish() -> None:
-        took, (status, summary, details, findings) = run.timed("isolation", future.result)
+    def __init__(self, run: _Run, runner: Runner, handle: EngineHandle) -> None:
+        self.run = run
+        self.done = not run.req.spec.check("isolation").get("enabled")
+        if self.done:
+            return
+        assert run.sets is not None
+        forbidden = [run.sets.prompts.path, run.sets.ppl.path]
+
+        def probe() -> tuple[float, tuple[str, str, dict[str, Any], list[Finding]]]:
+            t0 = time.perf_counter()
+            outcome = runner.isolation(handle, forbidden_paths=forbidden)
+            return time.perf_counter() - t0, outcome
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="isolation-probe")
+        self.future = pool.submit(probe)
+        pool.shutdown(wait=False)
+
+    def _result(self) -> tuple[float, tuple[str, str, dict[str, Any], list[Finding]]]:
+        try:
+            return self.future.result(timeout=ISOLATION_WAIT_S)
+        except FutureTimeout:
+            raise EngineError(
+                f"the isolation probe did not finish within {ISOLATION_WAIT_S:.0f} s "
+                "(it runs the image's python3)"
+            ) from None
+
+    def finish(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        took, (status, summary, details, findings) = self.run.timed("isolation", self._result)
         details.pop("container", None)
         details["probe_s"] = round(took, 3)
-        run.record.checks.append(CheckResult(INTEGRITY_ISOLATION, status, summary, details))
+        self.run.record.checks.append(CheckResult(INTEGRITY_ISOLATION, status, summary, details))
         if status == "fail":  # our sandbox, not the participant, is at fault: cannot evaluate
-            run.fail("isolation", "; ".join(f.message for f in findings))
+            self.run.fail("isolation", "; ".join(f.message for f in findings))
 
-    return finish
+    def settle(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        with contextlib.suppress(Exception):  # the run has failed already, on its own count
+            self.future.result(timeout=ISOLATION_WAIT_S)
 
 
 def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
@@ -313,8 +342,8 @@ def _declared(run: _Run) -> DeclaredModel:
 def _load_reference(run: _Run, model_dir: Path) -> ReferenceRunner | None:
     """The reference engine the spec asks for, as the entry declared its model; one that
     loads ahead (a CPU reference, in this process) is loaded now, while the participant's
-    engine boots, so that the reference phase only judges. It holds no port and runs no
-    thread until the participant's engine has stopped."""
+    engine boots, so that the reference phase only judges. It opens no port and computes
+    nothing until the participant's engine has stopped."""
     factory = run.req.reference
     if factory is None:
         return None
@@ -438,38 +467,43 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         return
     reference: ReferenceRunner | None = None
     try:
-        # while the engine boots: the isolation probe waits out its timeouts (in a thread),
-        # our tokenizer loads, so does a CPU reference; none of it touches the timed work,
-        # which starts once all three are done and the engine is ready
-        isolation = _isolation(run, runner, handle)
-        renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
-        reference = _load_reference(run, model.path)
-        isolation()
-        if rec.failure is None:
-            result = _evaluate(run, handle, renderer, model.path)
-        if rec.failure is None:
-            _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
-    except PodiumError as exc:
-        run.fail(rec.stages[-1].name, str(exc))
-    finally:
+        probe = _Probe(run, runner, handle)
+        try:
+            # while the engine boots: the isolation probe waits out its timeouts (in a
+            # thread), our tokenizer loads, so does a CPU reference; none of it touches the
+            # timed work, which starts once all three are done and the engine is ready
+            renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
+            reference = _load_reference(run, model.path)
+            probe.finish()
+            if rec.failure is None:
+                result = _evaluate(run, handle, renderer, model.path)
+            if rec.failure is None:
+                _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
+        except PodiumError as exc:
+            run.fail(rec.stages[-1].name, str(exc))
+        finally:
+            probe.settle()
 
-        def stop() -> None:  # the engine's log is kept first: it ends with the engine
-            (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")
-            handle.stop()
+            def stop() -> None:  # the engine's log is kept first: it ends with the engine
+                (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")
+                handle.stop()
 
-        run.timed("stop", stop)
-        run.timed("cleanup", runner.cleanup)
-    since, first = time.perf_counter(), len(rec.stages)
-    try:
-        if rec.failure is None:
-            _reference(run, result, renderer, model.path, gpu, reference)
-    except PodiumError as exc:
-        run.fail("reference", f"the verifier's reference engine failed: {exc}")
-    finally:
+            run.timed("stop", stop)
+            run.timed("cleanup", runner.cleanup)
+        since, first = time.perf_counter(), len(rec.stages)
+        try:
+            if rec.failure is None:
+                _reference(run, result, renderer, model.path, gpu, reference)
+        except PodiumError as exc:
+            run.fail("reference", f"the verifier's reference engine failed: {exc}")
+        finally:
+            if reference is not None:
+                reference.cleanup()
+            if rec.failure is None or reference is not None:
+                run.rest("reference-engine", since, first, "the reference engine's start and stop")
+    finally:  # Ctrl-C or a bug: the reference's model and port go all the same
         if reference is not None:
             reference.cleanup()
-        if rec.failure is None or reference is not None:
-            run.rest("reference-engine", since, first, "the reference engine's start and stop")
 
 
 def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:

@@ -23,12 +23,18 @@ Hook methods (override them in a subclass; adversarial test engines do exactly t
   whole decode (replayed answers, early stops).
 
 Tensors never leave this module: callers see token ids, floats and ``TokenLogprob``.
+
+``cancelled`` (a ``threading.Event``) ends the work in flight: once it is set, the next
+chunk of a prompt or the next generated token raises ``Cancelled``. Whoever owns the
+engine sets it when no answer is wanted any more (the verifier's in-process reference,
+once its judging is over).
 """
 
 from __future__ import annotations
 
 import inspect
 import secrets
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +49,10 @@ if TYPE_CHECKING:
 LOGIT_CELLS_PER_CHUNK = 1 << 26
 #: Positions one decoder pass of a scoring batch runs (hidden states only: small)
 BATCH_TOKENS = 4096
+
+
+class Cancelled(RuntimeError):
+    """The engine's owner cancelled the work in flight (``BaselineEngine.cancelled``)."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,7 @@ class BaselineEngine:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         self.model_path = Path(model_path)
+        self.cancelled = threading.Event()
         self.device = torch.device(resolve_device(device))
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
         loaded = AutoConfig.from_pretrained(str(self.model_path))
@@ -292,6 +303,7 @@ class BaselineEngine:
         last: torch.Tensor | None = None
         step = self.logprob_chunk_tokens
         for start in range(0, len(prompt_ids), step):
+            self.go_on()
             logits, cache = self.forward(ids[:, start : start + step], cache, all_logits=True)
             rows = logits.float()
             if last is not None:  # the previous chunk's last row predicts this chunk's first
@@ -334,6 +346,7 @@ class BaselineEngine:
         cache = None
         previous: torch.Tensor | None = None  # each sequence's hidden row before this chunk
         for start in range(0, width, step):
+            self.go_on()
             hidden, cache = self.hidden_rows(ids[:, start : start + step], cache)
             span = hidden.shape[1]
             full = hidden if previous is None else torch.cat([previous[:, None], hidden], 1)
@@ -447,6 +460,12 @@ class BaselineEngine:
         probs = torch.softmax(scaled, dim=-1)
         return int(torch.multinomial(probs, 1, generator=generator).item())
 
+    def go_on(self) -> None:
+        """Raise ``Cancelled`` once the owner has set ``cancelled``; called before each
+        chunk and each generated token."""
+        if self.cancelled.is_set():
+            raise Cancelled("the engine's owner cancelled the work in flight")
+
     def before_step(self, step: int) -> None:
         """Called before each generated token; the baseline adds no latency."""
 
@@ -481,6 +500,7 @@ class BaselineEngine:
         suppress = torch.tensor(sorted(self.eos_token_ids | stop_ids), dtype=torch.long)
         logits, cache = prefill.last_logits, prefill.cache
         for step in range(sampling.max_tokens):
+            self.go_on()
             self.before_step(step)
             choice_logits = logits
             if step < sampling.min_tokens and len(suppress):

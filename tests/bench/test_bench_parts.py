@@ -167,6 +167,7 @@ def test_verify_cost_reads_a_reports_stages_and_the_two_cost_ratios(tmp_path: Pa
         "metrics": {"tps": {"mean": 250.0, "trials": [{"tps": 250.0, "passes": 2}]}},
         "stages": [
             {"name": "tokenizer", "seconds": 4.0, "status": "ok"},
+            {"name": "reference-load", "seconds": 1.0, "status": "ok"},
             {"name": "evaluation", "seconds": 9.0, "status": "ok"},
             {"name": "reference", "seconds": 1.0, "status": "ok"},
             {"name": "reference", "seconds": 0.5, "status": "ok"},
@@ -174,9 +175,15 @@ def test_verify_cost_reads_a_reports_stages_and_the_two_cost_ratios(tmp_path: Pa
     }
     (tmp_path / "report.json").write_text(json.dumps(report))
     out = verify_cost.stages_of(tmp_path / "report.json")
-    assert out["stages"] == {"tokenizer": 4.0, "evaluation": 9.0, "reference": 1.5}
+    assert out["stages"] == {
+        "tokenizer": 4.0,
+        "reference-load": 1.0,
+        "evaluation": 9.0,
+        "reference": 1.5,
+    }
     assert out["report_wall_s"] == 20.0
     assert out["tps"] == 250.0 and out["trials"] == [[250.0, 2]]
     assert math.isclose(out["reference_share"], 1.5 / 20)
+    assert math.isclose(out["reference_stages_share"], 2.5 / 20)
     assert math.isclose(out["wall_over_evaluation_and_reference"], 20 / 10.5)
     assert verify_cost.stages_of(tmp_path / "missing.json") == {}

@@ -142,7 +142,7 @@ def test_a_reference_that_cannot_load_fails_the_run_before_any_timed_work(
     report = out.report
     assert out.verdict == "FAILED"
     assert report["failure"]["stage"] == "reference-load"
-    assert "the reference engine could not load" in report["failure"]["message"]
+    assert "the verifier's reference engine could not load" in report["failure"]["message"]
     stages = [s["name"] for s in report["stages"]]
     assert "evaluation" not in stages and "reference" not in stages
     assert stages.index("reference-load") < stages.index("stop")

@@ -2,7 +2,8 @@
 
 The in-process reference is the same engine code on the same weights, so it must score
 exactly as the process one that the calibration table was measured with; loaded ahead,
-it must open nothing before it is started, and give its model back on cleanup.
+it must open nothing before it is started; cleanup must end whatever it still computes
+and give its model back.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import time
 import weakref
 from pathlib import Path
 
@@ -144,3 +146,74 @@ def test_a_reference_that_cannot_load_says_why() -> None:
     with pytest.raises(EngineError, match=r"could not load .*nowhere"):
         reference.load(Path("/nowhere"))
     assert not reference.loaded
+
+
+def test_a_cancelled_engine_stops_at_its_next_chunk_or_token() -> None:
+    from engines.baseline.model import BaselineEngine, Cancelled
+    from engines.baseline.protocol import SamplingParams
+
+    engine = BaselineEngine(MODEL)
+    greedy = SamplingParams(
+        max_tokens=8,
+        temperature=0.0,
+        top_p=1.0,
+        top_k=0,
+        seed=0,
+        ignore_eos=True,
+        min_tokens=0,
+        stop_token_ids=(),
+        logprobs=None,
+    )
+    assert len(list(engine.start(PROMPTS[2], greedy, None))) == 8
+    engine.cancelled.set()
+    with pytest.raises(Cancelled):
+        list(engine.start(PROMPTS[2], greedy, None))
+    with pytest.raises(Cancelled):
+        engine.prefill(PROMPTS[0], prompt_logprobs=1)
+    with pytest.raises(Cancelled):
+        engine.prefill_batch(PROMPTS[:2], prompt_logprobs=1)
+
+
+def _generate(url: str, max_tokens: int, timeout_s: float) -> None:
+    import httpx
+
+    body = {
+        "model": "reference",
+        "prompt": PROMPTS[2],
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "ignore_eos": True,
+    }
+    httpx.post(f"{url}/v1/completions", json=body, timeout=timeout_s).raise_for_status()
+
+
+@pytest.mark.slow
+def test_cleanup_ends_a_request_the_client_gave_up_on() -> None:
+    """The client's deadline passed (the reference phase then fails the run): the request
+    would go on computing in the verifier's process, beside the next verification's timed
+    work. Cleanup cancels it; the engine stops within a step and lets go of the model."""
+    import httpx
+
+    spec = load_challenge("tiny")
+    reference = reference_runner(spec.reference)
+    assert isinstance(reference, InProcessReference)
+    handle = reference.start(spec, model_dir=MODEL, gpu=False)
+    asyncio.run(wait_ready(handle.base_url, 60))
+    long = 4000
+    t0 = time.perf_counter()
+    _generate(handle.base_url, long, timeout_s=300)
+    whole = time.perf_counter() - t0
+    with pytest.raises(httpx.TimeoutException):
+        _generate(handle.base_url, long, timeout_s=0.2)
+    engine = weakref.ref(reference._engine)  # type: ignore[arg-type]
+    t0 = time.perf_counter()
+    handle.stop()
+    reference.cleanup()
+    took = time.perf_counter() - t0
+    assert took < whole / 4, f"cleanup took {took:.2f} s; the whole answer takes {whole:.2f} s"
+    del handle
+    for _ in range(50):  # the request's thread unwinds its frames right after
+        if engine() is None:
+            break
+        time.sleep(0.1)
+    assert engine() is None, "the cancelled request still holds the model"

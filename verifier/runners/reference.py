@@ -29,11 +29,15 @@ from verifier.runners.base import EngineHandle
 from verifier.runners.process import ProcessRunner
 
 if TYPE_CHECKING:
+    from engines.baseline.api import Api
     from engines.baseline.model import BaselineEngine
     from engines.baseline.server import EngineServer
 
 #: the name the reference serves its model under
 SERVED_NAME = "reference"
+#: how long cleanup waits for a cancelled request to give the engine back (it stops at
+#: its next chunk or token: milliseconds)
+CANCEL_WAIT_S = 30.0
 
 
 class InProcessReference:
@@ -41,9 +45,11 @@ class InProcessReference:
 
     ``load`` builds the model (the slow part) and opens nothing; ``start`` serves it on a
     free loopback port from a thread (loading first if ``load`` was not called);
-    ``cleanup`` stops the server and drops the model, so its memory goes back before the
-    next verification in the same process (a sweep, a worker): nothing else holds it once
-    the handle ``start`` returned is gone (a test checks it).
+    ``cleanup`` cancels whatever request is still computing (one the client gave up on),
+    waits for it to let go, stops the server and drops the model: no work of the
+    reference outlives its phase, and its memory goes back before the next verification
+    in the same process (a sweep, a worker). Nothing else holds the model once the handle
+    ``start`` returned is gone (tests check both).
     """
 
     def __init__(self, *, device: str, dtype: str, engine_kwargs: dict[str, Any]) -> None:
@@ -51,6 +57,7 @@ class InProcessReference:
         self._engine: BaselineEngine | None = None
         self._model_dir: Path | None = None
         self._server: EngineServer | None = None
+        self._api: Api | None = None
 
     @property
     def loaded(self) -> bool:
@@ -68,7 +75,8 @@ class InProcessReference:
             )
         except Exception as exc:  # torch, transformers and the engine's own checks
             raise EngineError(
-                f"the reference engine could not load {model_dir}: {type(exc).__name__}: {exc}"
+                f"the verifier's reference engine could not load {model_dir}: "
+                f"{type(exc).__name__}: {exc}"
             ) from exc
         self._engine, self._model_dir = engine, model_dir
 
@@ -82,7 +90,14 @@ class InProcessReference:
         assert self._engine is not None
         if self._server is not None:
             self._server.stop()
-        server = EngineServer(Api(self._engine, SERVED_NAME), "127.0.0.1", 0).start()
+        self._engine.cancelled.clear()
+        try:
+            self._api = Api(self._engine, SERVED_NAME)
+            server = EngineServer(self._api, "127.0.0.1", 0).start()
+        except OSError as exc:
+            raise EngineError(
+                f"the verifier's reference engine could not listen on loopback: {exc}"
+            ) from exc
         self._server = server
 
         def stop() -> None:
@@ -99,9 +114,14 @@ class InProcessReference:
         )
 
     def cleanup(self) -> None:
+        if self._engine is not None:
+            self._engine.cancelled.set()  # a request still computing stops at its next step
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self._api is not None and self._api.lock.acquire(timeout=CANCEL_WAIT_S):
+            self._api.lock.release()  # nothing computes any more
+        self._api = None
         self._engine = self._model_dir = None  # the model's last reference
 
 
