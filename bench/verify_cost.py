@@ -114,9 +114,11 @@ def stages_of(report_path: Path) -> dict[str, Any]:
 def engine_boot(bundle: Path) -> float:
     """Seconds from the sandboxed engine's start to its first ready answer, the verifier
     doing nothing else meanwhile (this tree's code, the tiny challenge)."""
-    import httpx
+    import asyncio
 
+    from podium.errors import EngineError
     from schemas.challenge import load_challenge
+    from verifier.harness.client import EngineClient
     from verifier.intake import intake
     from verifier.runners.local_docker import LocalDockerRunner
     from verifier.weights import pinned_model
@@ -130,21 +132,18 @@ def engine_boot(bundle: Path) -> float:
         model = pinned_model(spec)
         t0 = time.perf_counter()
         handle = runner.start(spec, model_dir=model.path, gpu=False)
-        while True:  # every 50 ms: the harness's own wait polls every 0.5 s
-            try:
-                up = all(
-                    httpx.get(handle.base_url + path, timeout=1.0).status_code == 200
-                    for path in ("/health", "/v1/models")
-                )
-            except httpx.HTTPError:
-                up = False
+
+        async def ready() -> None:  # every 50 ms: the pipeline's own wait polls every 0.5 s
+            async with EngineClient(handle.base_url, timeout_s=spec.limits.startup_s) as c:
+                await c.wait_ready(spec.limits.startup_s, is_alive=handle.is_alive, poll_s=0.05)
+
+        try:
+            asyncio.run(ready())
+        except EngineError as exc:
+            raise SystemExit(f"the engine did not become ready: {exc}") from exc
+        finally:
             seconds = time.perf_counter() - t0
-            if up or not handle.is_alive() or seconds > spec.limits.startup_s:
-                break
-            time.sleep(0.05)
-        handle.stop()
-        if not up:
-            raise SystemExit(f"the engine was not ready after {seconds:.1f} s")
+            handle.stop()
         return seconds
     finally:
         runner.cleanup()
