@@ -46,12 +46,14 @@ class DeclaredModel:
             "budgeted": dict(self.budgeted),
         }
 
+    def engine_kwargs(self) -> dict[str, Any]:
+        """The ``BaselineEngine`` arguments for this model, besides its dtype."""
+        return {} if self.sliding_window is None else {"sliding_window": self.sliding_window}
+
     def engine_env(self) -> dict[str, str]:
-        """The baseline engine's environment knobs for this model (the dtype is the
-        runner's ``--dtype``)."""
-        if self.sliding_window is None:
-            return {}
-        return {"SLIDING_WINDOW": str(self.sliding_window)}
+        """The same as the baseline engine's environment knobs (the dtype is the runner's
+        ``--dtype``)."""
+        return {} if self.sliding_window is None else {"SLIDING_WINDOW": str(self.sliding_window)}
 
 
 def _overrides(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -131,11 +131,8 @@ def reference_runner(
     """The reference engine for ``settings`` (the spec's ``reference``) and the entry's
     declared model: in the verifier's process on a CPU, a process of its own elsewhere."""
     dtype = declared.dtype if declared is not None else settings.dtype
-    window = declared.sliding_window if declared is not None else None
     if settings.device == "cpu":
-        kwargs: dict[str, Any] = {}
-        if window is not None:
-            kwargs["sliding_window"] = window
+        kwargs = declared.engine_kwargs() if declared is not None else {}
         if settings.logit_cells is not None:
             kwargs["logit_cells"] = settings.logit_cells
         return InProcessReference(device="cpu", dtype=dtype, engine_kwargs=kwargs)
