@@ -24,7 +24,13 @@ engine's log how much work it really did.
 - ``FlatterSomeRecords``: one held-out PPL record in ``CHEAT_EVERY`` (16) scored with
   every logprob at 0; the reference's sample of records misses it half the time.
 - ``DecodeWindow``: generation with a sliding window of ``CHEAT_WINDOW`` (16) tokens,
-  scoring with the model's own: a cheaper, lossier decode behind an honest PPL.
+  scoring with ``CHEAT_SCORE_WINDOW`` (the model's own by default): a cheaper, lossier
+  decode behind a milder PPL (a double spender of the quality budget).
+
+Honest yardsticks beside them: ``Honest`` (the baseline unchanged) and ``Undeclared`` (an
+approximation the engine makes on every path without declaring it: a window of
+``UNDECLARED_WINDOW``, weights rounded to ``UNDECLARED_QUANT``), as a custom engine's own
+approximation would be, judged by the quality budget alone.
 """
 
 from __future__ import annotations
@@ -53,6 +59,19 @@ def _env_float(name: str, default: float) -> float:
 
 class Honest(BaselineEngine):
     """The baseline unchanged: the yardstick every cheat is measured against."""
+
+
+class Undeclared(BaselineEngine):
+    """Honest, with an approximation it does not declare, on every path alike: a sliding
+    window of ``UNDECLARED_WINDOW`` and/or weights rounded to ``UNDECLARED_QUANT`` (int8,
+    int4). The verifier's reference runs the unmodified model and judges it by the budget."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if os.environ.get("UNDECLARED_WINDOW"):
+            kwargs["sliding_window"] = int(os.environ["UNDECLARED_WINDOW"])
+        if os.environ.get("UNDECLARED_QUANT"):
+            kwargs["quantization"] = os.environ["UNDECLARED_QUANT"]
+        super().__init__(*args, **kwargs)
 
 
 @dataclass
@@ -333,14 +352,16 @@ class ReplaySlowNeighbour(_Replay):
 
 class DecodeWindow(BaselineEngine):
     """Generation with the sliding window cut to ``CHEAT_WINDOW`` (16) tokens; scoring with
-    the model's own window, so the PPL is the full model's."""
+    ``CHEAT_SCORE_WINDOW`` (the model's own window when unset), so the PPL is that of a
+    milder model than the one that decodes."""
 
     def start(
         self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
     ) -> Generation:
         config = self.model.config
         if not hasattr(self, "_window"):
-            self._window = config.sliding_window
+            scored = os.environ.get("CHEAT_SCORE_WINDOW")
+            self._window = int(scored) if scored else config.sliding_window
         lossy = prompt_logprobs is None
         config.sliding_window = int(os.environ.get("CHEAT_WINDOW", "16")) if lossy else self._window
         return super().start(prompt_ids, sampling, prompt_logprobs)

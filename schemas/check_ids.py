@@ -315,6 +315,14 @@ ENGINE_RUNTIME_MISMATCH = _declare(
 )
 
 # -- reference: the verifier's own model judges the work, after the engine stopped --------
+REFERENCE_SELF_TEST = _declare(
+    "reference.self-test",
+    "reference",
+    "the verifier's reference computes attention correctly on the machine it judges on "
+    "(its path against eager attention over the lengths its window makes special)",
+    effect="FAILED",
+    check=True,
+)
 INTEGRITY_REFERENCE_DECODE = _declare(
     "integrity.reference-decode",
     "reference",

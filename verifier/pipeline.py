@@ -20,6 +20,7 @@ processes are removed in every case, Ctrl-C included.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -40,6 +41,7 @@ from schemas.check_ids import (
     IMAGE_TOO_LARGE,
     INTEGRITY_ISOLATION,
     PPL_CAP,
+    REFERENCE_SELF_TEST,
     TPS_UNSTABLE,
     VERDICT_CHECKS_MISSING,
     declared,
@@ -351,7 +353,41 @@ def _load_reference(run: _Run, model_dir: Path) -> ReferenceRunner | None:
     load = getattr(reference, "load", None)
     if load is not None:
         run.timed("reference-load", lambda: load(model_dir))
+        _record_self_test(run, reference)
     return reference
+
+
+def _record_self_test(run: _Run, reference: ReferenceRunner) -> None:
+    """``reference.self-test``: what the loaded reference found about its own attention
+    path on this machine (it serves only with a path that passed)."""
+    document = reference.self_test()
+    if document is None:
+        raise EngineError(
+            "the verifier's reference engine did not report its self-test, so it cannot be "
+            "shown to compute correctly here"
+        )
+    run.record.checks.append(
+        CheckResult(REFERENCE_SELF_TEST, "pass", str(document.get("summary", "")), document)
+    )
+
+
+def _await_reference(run: _Run, runner: ReferenceRunner, handle: EngineHandle) -> None:
+    """A reference started as a process of its own: wait until it serves (it self-tests
+    first), then record its self-test; stage ``reference-load``."""
+    from verifier.harness.client import wait_ready
+
+    def ready() -> None:
+        try:
+            asyncio.run(wait_ready(handle.base_url, run.req.spec.limits.startup_s, handle.is_alive))
+        except EngineError as exc:
+            said = [line for line in handle.logs(4000).splitlines() if line.strip()]
+            last = f" (it said: {said[-1][:300]})" if said else ""
+            raise EngineError(
+                f"the verifier's reference engine did not start: {exc}{last}"
+            ) from exc
+        _record_self_test(run, runner)
+
+    run.timed("reference-load", ready)
 
 
 def _reference(
@@ -385,6 +421,8 @@ def _reference(
         try:
             handle = runner.start(spec, model_dir=model_dir, gpu=gpu)
             started = handle
+            if getattr(runner, "load", None) is None:  # a process of its own: it loads now
+                _await_reference(run, runner, handle)
             outcomes = run.timed(
                 "reference",
                 lambda: judge_with_reference(
@@ -495,7 +533,8 @@ def _pipeline(run: _Run, workdir: Path) -> None:
             if rec.failure is None:
                 _reference(run, result, renderer, model.path, gpu, reference)
         except PodiumError as exc:
-            run.fail("reference", f"the verifier's reference engine failed: {exc}")
+            stage = "reference-load" if rec.stages[-1].name == "reference-load" else "reference"
+            run.fail(stage, f"the verifier's reference engine failed: {exc}")
         finally:
             if reference is not None:
                 reference.cleanup()

@@ -18,7 +18,14 @@ What each finding does is declared with its id in ``schemas.check_ids``.
 from __future__ import annotations
 
 from schemas.challenge import ChallengeSpec
-from schemas.check_ids import PPL_CAP, SPEC_CHECKS, TPS_REPRODUCTION, TPS_UNSTABLE, effect_of
+from schemas.check_ids import (
+    PPL_CAP,
+    REFERENCE_SELF_TEST,
+    SPEC_CHECKS,
+    TPS_REPRODUCTION,
+    TPS_UNSTABLE,
+    effect_of,
+)
 from schemas.findings import Finding
 from schemas.report import FAILED, REJECTED, UNOFFICIAL, VERIFIED, CheckResult
 
@@ -50,11 +57,14 @@ def decide(
 
 
 def required_checks(spec: ChallengeSpec, *, reported_tps: float | None) -> set[str]:
-    """The checks a VERIFIED result needs: PPL cap, stable TPS, each check the spec enables."""
+    """The checks a VERIFIED result needs: PPL cap, stable TPS, each check the spec enables,
+    and the reference's self-test wherever the reference judges."""
     ids = {PPL_CAP, TPS_UNSTABLE}
     for name, check_id in SPEC_CHECKS.items():
         if spec.check(name).get("enabled"):
             ids.add(check_id)
+    if any(spec.check(n).get("enabled") for n in ("reference_decode", "reference_ppl")):
+        ids.add(REFERENCE_SELF_TEST)
     if reported_tps is None:
         ids.discard(TPS_REPRODUCTION)
     return ids

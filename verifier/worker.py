@@ -25,7 +25,7 @@ from verifier.queue.lease import LeaseKeeper
 from verifier.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
 from verifier.queue.request import Claim, QueueRequest
 from verifier.queue.stores.base import QueueStore, default_identity
-from verifier.runners.base import Runner
+from verifier.runners.base import ReferenceRunner, Runner
 
 __all__ = ["Handled", "Worker", "WorkerConfig"]
 
@@ -40,7 +40,7 @@ class WorkerConfig:
     out_dir: Path
     store: Any = None  # a leaderboard Store; None verifies without publishing
     heldout: str | None = None
-    reference: Callable[[ReferenceEngine, DeclaredModel], Runner] | None = None
+    reference: Callable[[ReferenceEngine, DeclaredModel], ReferenceRunner] | None = None
     worker_id: str = field(default_factory=default_identity)
     lease_s: float = 900.0
     poll_s: float = 30.0

@@ -3,7 +3,8 @@
 Every option can also come from the environment, so a container is configured without
 a command line: ``MODEL_PATH``, ``HOST``, ``PORT``, ``SERVED_MODEL_NAME``, ``DEVICE``,
 ``DTYPE``, ``MAX_MODEL_LEN``, ``SLIDING_WINDOW``, ``QUANTIZATION``, ``LOGIT_CELLS``,
-``ENGINE_CLASS`` (``module:Class``, a ``BaselineEngine`` subclass). ``--config FILE``
+``ENGINE_CLASS`` (``module:Class``, a ``BaselineEngine`` subclass), ``ATTENTION``,
+``SELF_TEST`` (``auto``, ``on``, ``off``), ``SELF_TEST_REPORT``. ``--config FILE``
 (or ``ENGINE_CONFIG``) reads a frozen engine config (the submission's
 ``engine-config.json``); of its knobs the baseline engine uses those in
 ``engines.baseline.config.KNOBS`` and no other. Precedence: command line, then the
@@ -87,6 +88,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=int(env["LOGIT_CELLS"]) if env.get("LOGIT_CELLS") else None,
         help="float32 logit cells (positions x vocabulary) one scoring chunk may hold",
     )
+    parser.add_argument(
+        "--attention",
+        default=env.get("ATTENTION") or None,
+        help="attention implementation to serve with (transformers' default, sdpa, if unset)",
+    )
+    parser.add_argument(
+        "--self-test",
+        default=env.get("SELF_TEST", "auto"),
+        choices=["auto", "on", "off"],
+        help="prove the attention path against eager before serving (auto: on CUDA only)",
+    )
+    parser.add_argument(
+        "--self-test-report",
+        default=env.get("SELF_TEST_REPORT") or None,
+        help="write what the attention self-test found to this file (JSON)",
+    )
     parser.add_argument("--engine-class", default=env.get("ENGINE_CLASS"), help="module:Class")
     parser.add_argument("--log-requests", action="store_true", help="log each request to stderr")
     args = parser.parse_args(argv)
@@ -111,9 +128,12 @@ def main(argv: list[str] | None = None) -> int:
                 ("sliding_window", args.sliding_window),
                 ("quantization", args.quantization),
                 ("logit_cells", args.logit_cells),
+                ("attention", args.attention),
+                ("self_test", {"auto": None, "on": True, "off": False}[args.self_test]),
             )
             if value is not None
         },
+        self_test_report=args.self_test_report,
         engine_class=_engine_class(args.engine_class) if args.engine_class else BaselineEngine,
         quiet=not args.log_requests,
     )

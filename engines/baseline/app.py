@@ -6,7 +6,9 @@ SIGTERM or SIGINT); ``start_server`` runs the same server in a thread for tests.
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,8 +33,10 @@ def build_server(
     engine_class: type[BaselineEngine] = BaselineEngine,
     engine_kwargs: dict[str, Any] | None = None,
     quiet: bool = True,
+    self_test_report: str | Path | None = None,
 ) -> EngineServer:
-    """Load the model and bind the port; nothing is served until started."""
+    """Load the model and bind the port; nothing is served until started. What the
+    attention self-test found goes to stderr, and as JSON to ``self_test_report``."""
     engine = engine_class(
         model_path,
         device=device,
@@ -40,6 +44,12 @@ def build_server(
         max_model_len=max_model_len,
         **(engine_kwargs or {}),
     )
+    check = engine.attention_check
+    if check is not None:
+        print(f"attention self-test: {check.summary()}", file=sys.stderr, flush=True)
+    if self_test_report is not None:
+        document = check.to_dict() if check is not None else None
+        Path(self_test_report).write_text(json.dumps(document), encoding="utf-8")
     name = served_model_name or Path(model_path).name
     return EngineServer(Api(engine, name), host, port, max_body_bytes=max_body_bytes, quiet=quiet)
 

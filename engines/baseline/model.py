@@ -45,10 +45,16 @@ from engines.baseline.protocol import SamplingDefaults, SamplingParams
 if TYPE_CHECKING:
     import torch
 
+    from engines.baseline.attention import AttentionCheck
+
 #: Float32 logit cells (positions x vocabulary) materialised at once when scoring a prompt.
 LOGIT_CELLS_PER_CHUNK = 1 << 26
 #: Positions one decoder pass of a scoring batch runs (hidden states only: small)
 BATCH_TOKENS = 4096
+
+
+class AttentionError(ValueError):
+    """No attention path of this model computes correctly on this device and dtype."""
 
 
 class Cancelled(RuntimeError):
@@ -172,6 +178,8 @@ class BaselineEngine:
         sliding_window: int | None = None,
         quantization: str | None = None,
         logit_cells: int | None = None,
+        attention: str | None = None,
+        self_test: bool | None = None,
     ) -> None:
         """``device`` is one of ``DEVICES``, ``dtype`` one of ``DTYPES``: ``auto`` takes
         the GPU when there is one, and the checkpoint's own dtype. ``sliding_window``
@@ -179,7 +187,11 @@ class BaselineEngine:
         ``quantization`` (``QUANTIZATIONS``) rounds the weights at load. ``logit_cells``
         bounds the float32 logit cells (positions x vocabulary) one scoring chunk may hold
         (default ``LOGIT_CELLS_PER_CHUNK``, 256 MB); more cells, fewer and larger
-        forward passes."""
+        forward passes. ``attention`` names the attention implementation to serve with
+        (transformers' default, ``sdpa``, when None); ``self_test`` proves it against eager
+        attention on this device before serving (``engines.baseline.attention``; None: on
+        CUDA only), switches to eager where it is wrong, and raises ``AttentionError`` when
+        no path holds. ``attention_check`` keeps what the test found."""
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -237,6 +249,32 @@ class BaselineEngine:
             top_k=int(gen.top_k) if gen.do_sample and gen.top_k else 0,
         )
         self._token_text: dict[int, str] = {}
+        if attention is not None:
+            self.model.set_attn_implementation(attention)
+        self.attention_check: AttentionCheck | None = None
+        if self_test if self_test is not None else self.device.type == "cuda":
+            self.attention_check = self.prove_attention()
+
+    def prove_attention(self) -> AttentionCheck:
+        """Test the attention path against eager on this device (switching to eager where
+        it is wrong); ``AttentionError`` when even eager fails its own test."""
+        from engines.baseline.attention import verify_attention
+
+        serving = str(getattr(self.model.config, "_attn_implementation", None) or "sdpa")
+        check = verify_attention(
+            self.model,
+            implementation=serving,
+            cache_arg=self._cache_arg,
+            window=self.sliding_window,
+            max_len=self.max_model_len,
+            vocab_size=self.vocab_size,
+            dtype=str(next(self.model.parameters()).dtype).removeprefix("torch."),
+            device=self.device,
+            dense=self.device.type == "cuda",  # where kernels were seen wrong; cheap there
+        )
+        if not check.ok:
+            raise AttentionError(check.summary())
+        return check
 
     # -- text ----------------------------------------------------------------------------
 

@@ -100,10 +100,13 @@ class ReferenceRunner(Protocol):
     """What the pipeline asks of the verifier's own reference engine
     (``verifier.runners.reference``): start it on the pinned weights, clean up after it.
     One that can load ahead (``load(model_dir)``) is loaded while the participant's
-    engine boots, before any timed request."""
+    engine boots, before any timed request. ``self_test()`` is what its attention
+    self-test found once loaded (None before)."""
 
     def start(
         self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
     ) -> EngineHandle: ...
+
+    def self_test(self) -> dict[str, Any] | None: ...
 
     def cleanup(self) -> None: ...

@@ -1,10 +1,19 @@
 """The ``process`` runner: the engine as a plain local process.
 
-For participants' self-checks and for the verifier's own reference engine on a GPU
+For participants' self-checks, for machines with no Docker engine (a GPU host an
+organizer tries podium on), and for the verifier's own reference engine on a GPU
 (``verifier.runners.reference``). There is no sandbox, so a result from this runner is
-never VERIFIED. It runs engines of kind ``baseline`` from the bundle's own copy of the
-engine code (``engine/`` in the bundle), or podium's shipped baseline engine when
-``engine_root`` is None (the reference).
+never VERIFIED. It runs podium's baseline engine (``python -m engines.baseline``), from
+the bundle's own copy of the engine code (``engine/`` in the bundle), or podium's shipped
+copy when ``engine_root`` is None (the reference).
+
+A bundle runs **as it declares**, as far as a process can run it, or not at all: the
+process gets what the container would have (``verifier.runners.bundle_process``): the
+frozen engine config (``ENGINE_CONFIG``, so ``SLIDING_WINDOW``, ``QUANTIZATION``,
+``DTYPE``, ``DEVICE`` and ``MAX_MODEL_LEN`` take effect), the Dockerfile's ``ENV``, the
+manifest's ``[engine.env]`` (``ENGINE_CLASS`` included), and the arguments of the
+Dockerfile's ``CMD``. A bundle whose image does more than that (a ``RUN`` step, another
+server) is refused at ``prepare``, naming what the process runner cannot run.
 """
 
 from __future__ import annotations
@@ -20,11 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
+from verifier.runners.bundle_process import BundleProcess, bundle_process
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -86,6 +95,8 @@ class ProcessRunner:
         self.dtype = dtype
         self._procs: list[subprocess.Popen[bytes]] = []
         self._logdir = Path(tempfile.mkdtemp(prefix="podium-engine-"))
+        #: how the bundle's image would run its engine (None for the reference)
+        self.bundle: BundleProcess | None = None
 
     def environment(self) -> dict[str, Any]:
         return {}
@@ -93,16 +104,12 @@ class ProcessRunner:
     def prepare(
         self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
     ) -> ImageFacts:
-        assert intake.root is not None, "intake failed"
-        engine_dir = intake.root / "engine"
-        if not (engine_dir / "engines" / "baseline").is_dir():
-            raise UsageError(
-                "the process runner runs baseline engines only, and this bundle has no "
-                "engine/engines/baseline",
-                hint="use --runner local-docker for vllm and custom engines",
-            )
-        self.engine_root = engine_dir
-        on_log(f"process runner: engine code from {engine_dir}")
+        assert intake.root is not None and intake.manifest is not None, "intake failed"
+        self.bundle = bundle_process(intake.root, intake.manifest)
+        self.engine_root = self.bundle.engine_root
+        self.served_model_name = intake.manifest.engine.served_model_name or "model"
+        declared = ", ".join(f"{k}={v}" for k, v in sorted(self.bundle.env.items()))
+        on_log(f"process runner: engine code from {self.engine_root}; environment {declared}")
         return ImageFacts()
 
     def start(
@@ -110,28 +117,27 @@ class ProcessRunner:
     ) -> EngineHandle:
         port = free_port()
         log_path = self._logdir / f"engine-{port}.log"
-        env = {**os.environ, **self.env}
+        # the device the pipeline decided is a default: a bundle's own DEVICE (its frozen
+        # config or its environment) wins, as it does in the container
+        env = {**os.environ, "DEVICE": "cuda" if gpu else "cpu", "HF_HUB_OFFLINE": "1"}
+        env.update(self.env)
+        if self.bundle is not None:
+            env.update(self.bundle.env)
         if self.engine_root is not None:
             env["PYTHONPATH"] = str(self.engine_root)
         else:  # podium's own shipped engine package
             env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         if drafter_dir is not None:
             env["DRAFTER_PATH"] = str(drafter_dir)
-        cmd = [
-            sys.executable,
-            "-m",
-            "engines.baseline",
-            "--model",
-            str(model_dir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--served-model-name",
-            self.served_model_name,
-            "--device",
-            self.device or ("cuda" if gpu else "cpu"),
-        ]
+        cmd = [sys.executable, "-m", "engines.baseline"]
+        cmd += self.bundle.args if self.bundle is not None else []
+        cmd += ["--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port)]
+        if self.bundle is not None:  # as the container has it: a frozen knob may rename it
+            env["SERVED_MODEL_NAME"] = self.served_model_name
+        else:
+            cmd += ["--served-model-name", self.served_model_name]
+        if self.device is not None:
+            cmd += ["--device", self.device]
         if self.dtype is not None:
             cmd += ["--dtype", self.dtype]
         log = open(log_path, "wb")  # noqa: SIM115 - owned by the process for its lifetime

@@ -12,13 +12,21 @@ Two ways to run it, chosen from the spec's ``reference.device``:
   participant's engine boots* (stage ``reference-load``), before any timed request; it
   sits idle in memory through the timed work (it computes nothing, no port is open) and is
   served on a loopback port only once the participant's engine has stopped.
-- **any other device: a process of its own** (``verifier.runners.process``), started
+- **any other device: a process of its own** (``ProcessReference``), started
   after the participant's engine has stopped, so that the two never share a GPU, and
   killed after judging, so that the GPU's memory is free for the next run.
+
+Either way the reference **proves itself before it judges**: as it loads, its attention
+path is tested against eager attention on the device it runs on
+(``engines.baseline.attention``), and a path that is wrong there is replaced by eager; a
+reference with no correct path never serves (the run is FAILED at ``reference-load``, as
+the organizer's fault). ``self_test()`` hands the pipeline what the test found, for the
+report's ``reference.self-test``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +43,11 @@ if TYPE_CHECKING:
 
 #: the name the reference serves its model under
 SERVED_NAME = "reference"
+#: the message of a reference whose every attention path failed its self-test
+SELF_TEST_FAILED = (
+    "the verifier's reference engine failed its self-test on this machine, so it cannot "
+    "judge (the organizer's hardware or software, not the entry): {}"
+)
 #: how long cleanup waits for a cancelled request to give the engine back (it stops at
 #: its next chunk or token: milliseconds)
 CANCEL_WAIT_S = 30.0
@@ -67,18 +80,28 @@ class InProcessReference:
         """Load the pinned weights (once); a failure is an ``EngineError`` naming it."""
         if self._engine is not None and self._model_dir == model_dir:
             return
-        from engines.baseline.model import BaselineEngine
+        from engines.baseline.model import AttentionError, BaselineEngine
 
         try:
             engine = BaselineEngine(
-                model_dir, device=self.device, dtype=self.dtype, **self.engine_kwargs
+                model_dir,
+                device=self.device,
+                dtype=self.dtype,
+                **{"self_test": True, **self.engine_kwargs},
             )
+        except AttentionError as exc:
+            raise EngineError(SELF_TEST_FAILED.format(exc)) from exc
         except Exception as exc:  # torch, transformers and the engine's own checks
             raise EngineError(
                 f"the verifier's reference engine could not load {model_dir}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         self._engine, self._model_dir = engine, model_dir
+
+    def self_test(self) -> dict[str, Any] | None:
+        """What the attention self-test found when the model loaded (None before)."""
+        check = self._engine.attention_check if self._engine is not None else None
+        return check.to_dict() if check is not None else None
 
     def start(
         self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
@@ -125,9 +148,30 @@ class InProcessReference:
         self._engine = self._model_dir = None  # the model's last reference
 
 
+class ProcessReference(ProcessRunner):
+    """The reference as a process of its own (a GPU reference): podium's shipped engine,
+    self-tested at start (``SELF_TEST=on``), its finding written where ``self_test``
+    reads it."""
+
+    def __init__(self, *, env: dict[str, str], device: str, dtype: str) -> None:
+        super().__init__(
+            engine_root=None, served_model_name=SERVED_NAME, device=device, dtype=dtype
+        )
+        self.report_path = self._logdir / "self-test.json"
+        self.env = {**env, "SELF_TEST": "on", "SELF_TEST_REPORT": str(self.report_path)}
+
+    def self_test(self) -> dict[str, Any] | None:
+        """What the started reference's self-test found; None until it has written it."""
+        try:
+            document = json.loads(self.report_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return document if isinstance(document, dict) else None
+
+
 def reference_runner(
     settings: ReferenceEngine, declared: DeclaredModel | None = None
-) -> InProcessReference | ProcessRunner:
+) -> InProcessReference | ProcessReference:
     """The reference engine for ``settings`` (the spec's ``reference``) and the entry's
     declared model: in the verifier's process on a CPU, a process of its own elsewhere."""
     dtype = declared.dtype if declared is not None else settings.dtype
@@ -139,10 +183,4 @@ def reference_runner(
     env = declared.engine_env() if declared is not None else {}
     if settings.logit_cells is not None:
         env["LOGIT_CELLS"] = str(settings.logit_cells)
-    return ProcessRunner(
-        engine_root=None,
-        served_model_name=SERVED_NAME,
-        env=env,
-        device=settings.device,
-        dtype=dtype,
-    )
+    return ProcessReference(env=env, device=settings.device, dtype=dtype)

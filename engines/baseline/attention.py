@@ -1,0 +1,235 @@
+"""The attention path an engine computes with, proven on the hardware it runs on.
+
+transformers' default attention (``sdpa``: torch's fused scaled-dot-product kernels)
+picks a kernel per device, dtype and shape. On CUDA, in float32, it was found wrong at
+some lengths: a forward pass of exactly 65, 129 or 193 tokens of the tiny model (window
+64) gave last-position logits 4 to 8.5 away from the plain computation, while every other
+length agreed within 1e-3. A reference built on such a kernel would judge every entry
+against a broken model, and an honest engine would pick wrong tokens.
+
+``self_test`` checks the path the engine is about to serve with against ``eager``
+attention, transformers' plain-math definition (matmul, mask, softmax, matmul, with no
+kernel choice), on the same device and dtype, over the lengths that matter for the
+model's sliding window (``test_lengths``): on CUDA every length from 1 to 3W + 8 (when
+that is at most ``DENSE_LIMIT`` lengths), kW - 1 .. kW + 2 for k up to ``MULTIPLES``, and
+each power of two and its neighbours, up to ``MULTIPLES`` windows; on the CPU, whose
+kernels agreed with eager at every length measured, a smoke set around W + 1 and 2W + 1.
+Longer passes (a long prompt's prefill, a scoring chunk after a cache) are not tested.
+Both halves of the work are covered: a prefill of L - 1 tokens (its last positions) and
+one cached decode step after it (position L), each against one eager pass over the L
+tokens. The token ids are drawn from a fixed seed, so two runs test the same inputs.
+
+A path that disagrees by more than ``TOLERANCE[dtype]`` (the largest absolute difference
+of log-probabilities at any compared position) fails; ``verify_attention`` then switches
+the model to eager and says so. The tolerance sits between honest numerics and the
+fault: float32 kernels agree within 1e-3 and the fault is several nats; bfloat16 kernels
+differ by up to 0.44 on the tiny model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+#: the exact path every other is measured against
+EXACT = "eager"
+#: the largest |difference of log-probabilities| an honest kernel shows, per dtype
+TOLERANCE = {"float32": 0.01, "bfloat16": 1.0, "float16": 1.0}
+#: test every length up to 3W + 8 when that is at most this many; else a structured set
+DENSE_LIMIT = 256
+#: the multiples of the window tested (kW - 1 .. kW + 2 for k up to this), and the
+#: longest pass tested (this many windows, at least 256 tokens, at most the engine's limit)
+MULTIPLES = 4
+#: the last prefill positions compared per length
+POSITIONS = 4
+
+
+@dataclass(frozen=True)
+class AttentionCheck:
+    """What the self-test found, and the implementation the engine serves with."""
+
+    tested: str
+    serving: str
+    dtype: str
+    device: str
+    tolerance: float
+    lengths: int
+    longest: int
+    worst_diff: float
+    worst_length: int
+    failing_lengths: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    #: eager's own test (its cached decode step against its full pass), run only after
+    #: the tested path failed and the engine switched to eager
+    fallback: AttentionCheck | None = None
+
+    @property
+    def passed(self) -> bool:
+        """The tested path agreed with eager everywhere."""
+        return not self.failing_lengths
+
+    @property
+    def ok(self) -> bool:
+        """The path the engine serves with is proven: the tested one, or eager after it."""
+        return self.passed or (self.fallback is not None and self.fallback.passed)
+
+    @property
+    def switched(self) -> bool:
+        return self.serving != self.tested
+
+    def summary(self) -> str:
+        where = f"{self.device} {self.dtype}"
+        if self.passed:
+            return (
+                f"{self.tested} attention agrees with {EXACT} on {where} over {self.lengths} "
+                f"lengths up to {self.longest} (worst {self.worst_diff:.2g} <= "
+                f"{self.tolerance:g}, {self.seconds:.1f} s)"
+            )
+        shown = ", ".join(str(n) for n in self.failing_lengths[:8])
+        more = " ..." if len(self.failing_lengths) > 8 else ""
+        then = (
+            f"serving with {self.serving} attention, which agrees with itself"
+            if self.ok
+            else f"and {self.serving} attention fails its own test: the engine cannot be trusted"
+        )
+        return (
+            f"{self.tested} attention is wrong on {where} at {len(self.failing_lengths)} of "
+            f"{self.lengths} lengths ({shown}{more}; worst {self.worst_diff:.3g} at length "
+            f"{self.worst_length}); {then}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary(),
+            "tested": self.tested,
+            "serving": self.serving,
+            "passed": self.passed,
+            "ok": self.ok,
+            "dtype": self.dtype,
+            "device": self.device,
+            "tolerance": self.tolerance,
+            "lengths": self.lengths,
+            "longest": self.longest,
+            "worst_diff": round(self.worst_diff, 6),
+            "worst_length": self.worst_length,
+            "failing_lengths": self.failing_lengths,
+            "seconds": round(self.seconds, 3),
+            "fallback": self.fallback.to_dict() if self.fallback is not None else None,
+        }
+
+
+def test_lengths(window: int, max_len: int, *, dense: bool = True) -> list[int]:
+    """The pass lengths tested for a model whose sliding window is ``window`` (0: none).
+
+    ``dense`` (on CUDA): every length from 2 to 3W + 8 (when that is at most
+    ``DENSE_LIMIT`` lengths, else 2 to 17), kW - 1 .. kW + 2 for k up to ``MULTIPLES``,
+    and the powers of two and their neighbours, up to ``MULTIPLES`` windows (at least 256
+    tokens) or ``max_len``. Otherwise a smoke set: 2 to 4, W - 1 .. W + 2, 2W - 1 .. 2W + 2
+    and 3W + 1.
+    """
+    w = window if window > 0 else 64
+    if not dense:
+        smoke = {2, 3, 4, 3 * w + 1} | {k * w + d for k in (1, 2) for d in (-1, 0, 1, 2)}
+        return sorted(n for n in smoke if n <= max_len)
+    top = min(max_len, max(MULTIPLES * w, 256))
+    lengths = set(range(2, 3 * w + 9 if 3 * w + 8 <= DENSE_LIMIT else 18))
+    lengths |= {k * w + d for k in range(1, MULTIPLES + 1) for d in (-1, 0, 1, 2)}
+    power = 16
+    while power <= top:
+        lengths |= {power - 1, power, power + 1}
+        power *= 2
+    return sorted(n for n in lengths if 2 <= n <= top)
+
+
+def _logprobs(logits: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    return torch.log_softmax(logits.float(), dim=-1)
+
+
+def _fast(model: Any, cache_arg: str, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The served path: a prefill of all but the last token (its last positions' logits),
+    then one cached decode step of the last token."""
+    import torch
+
+    with torch.inference_mode():
+        out = model(ids[:, :-1], use_cache=True, logits_to_keep=POSITIONS)
+        cache = getattr(out, "cache", None) or out.past_key_values
+        step = model(ids[:, -1:], use_cache=True, logits_to_keep=1, **{cache_arg: cache})
+    return _logprobs(out.logits[0]), _logprobs(step.logits[0])
+
+
+def _exact(model: Any, ids: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    with torch.inference_mode():
+        out = model(ids, use_cache=False, logits_to_keep=POSITIONS + 1)
+    return _logprobs(out.logits[0])
+
+
+def self_test(
+    model: Any,
+    *,
+    implementation: str,
+    cache_arg: str,
+    window: int,
+    max_len: int,
+    vocab_size: int,
+    dtype: str,
+    device: torch.device,
+    dense: bool = True,
+    seed: int = 0,
+) -> AttentionCheck:
+    """Measure ``implementation`` against eager on ``model``; leaves ``model`` serving with
+    ``implementation``. See the module docstring for what is compared."""
+    import torch
+
+    t0 = time.perf_counter()
+    lengths = test_lengths(window, max_len, dense=dense)
+    tolerance = TOLERANCE.get(dtype, TOLERANCE["bfloat16"])
+    generator = torch.Generator().manual_seed(seed)
+    low = min(3, vocab_size - 1)  # past the usual pad/bos/eos ids
+    worst, worst_length, failing = 0.0, 0, []
+    for length in lengths:
+        ids = torch.randint(low, vocab_size, (1, length), generator=generator).to(device)
+        model.set_attn_implementation(implementation)
+        prefill, step = _fast(model, cache_arg, ids)
+        model.set_attn_implementation(EXACT)
+        exact = _exact(model, ids)
+        n = min(len(prefill), len(exact) - 1)
+        diff = max(
+            float((prefill[-n:] - exact[-1 - n : -1]).abs().max()),
+            float((step[-1] - exact[-1]).abs().max()),
+        )
+        if diff > worst:
+            worst, worst_length = diff, length
+        if not diff <= tolerance:  # NaN fails too
+            failing.append(length)
+    model.set_attn_implementation(implementation)
+    return AttentionCheck(
+        tested=implementation,
+        serving=implementation,
+        dtype=dtype,
+        device=str(device),
+        tolerance=tolerance,
+        lengths=len(lengths),
+        longest=lengths[-1] if lengths else 0,
+        worst_diff=worst,
+        worst_length=worst_length,
+        failing_lengths=failing,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def verify_attention(model: Any, *, implementation: str, **kwargs: Any) -> AttentionCheck:
+    """``self_test``; where the tested path failed, switch to eager and test eager's own
+    cached decode against its full pass (``ok`` says whether that held)."""
+    check = self_test(model, implementation=implementation, **kwargs)
+    if check.passed or implementation == EXACT:
+        return check
+    fallback = self_test(model, implementation=EXACT, **kwargs)
+    return replace(check, serving=EXACT, fallback=fallback)
