@@ -329,6 +329,8 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
     rec.runtime = runtime.record(
         obs,
         harness_generated_tokens=tokens,
+        frozen=manifest.engine.config,
+        served_model_name=manifest.engine.served_model_name,
         base_image=runtime.base_image_record(pin, manifest.engine.base_image.ref, labels),
     )
 

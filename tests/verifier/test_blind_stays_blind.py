@@ -183,11 +183,11 @@ def test_a_hostile_engine_fails_naming_the_cause_and_the_report_holds_nothing_it
 # -- the CLI -------------------------------------------------------------------------------
 
 
-def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as done:
         main(args)
     captured = capsys.readouterr()
-    return int(done.value.code or 0), captured.out + captured.err
+    return int(done.value.code or 0), captured.out, captured.err
 
 
 @pytest.mark.parametrize("engine", list(CAUSE))
@@ -200,14 +200,14 @@ def test_podium_verify_json_holds_nothing_the_engine_saw(
 ) -> None:
     as_engine(engine)
     out = tmp_path / "out"
-    code, printed = cli(
+    code, printed, err = cli(
         ["verify", str(bundles[engine]), "--runner", "process", "-o", str(out), "--json"], capsys
     )
     assert code == 3
     doc = json.loads(printed)
     check_report(doc["report_document"], engine)
     seen = check_organizer_log(out, engine)
-    assert leaks(printed, seen) == [] and leaks(strings(doc), seen) == []
+    assert leaks(printed + err, seen) == [] and leaks(strings(doc), seen) == []
 
 
 @pytest.mark.parametrize("engine", ["PrintAndDie", "EchoErrors"])
@@ -220,9 +220,10 @@ def test_podium_verify_on_the_terminal_shows_the_cause_and_nothing_the_engine_sa
 ) -> None:
     as_engine(engine)
     out = tmp_path / "out"
-    code, printed = cli(
+    code, out_text, err = cli(
         ["verify", str(bundles[engine]), "--runner", "process", "-o", str(out)], capsys
     )
+    printed = out_text + err
     assert code == 3
     assert "FAILED at stage evaluation: " in printed and CAUSE[engine] in _norm(printed)
     assert "engine.log" in printed  # where the organizer finds the engine's words
