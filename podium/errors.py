@@ -101,7 +101,25 @@ class MissingExtraError(PodiumError, ImportError):
 
 
 class EngineError(PodiumError, RuntimeError):
-    """The engine under test crashed, answered nonsense or could not be reached."""
+    """The engine under test crashed, answered nonsense or could not be reached.
+
+    ``message`` is podium's own words only (a status code, an exception type, a byte
+    count), fit for the participant; what the engine itself sent (an error body, an
+    unparsable answer) is ``engine_text``, which goes to the organizer's log and nowhere
+    else: it may carry the held-out text the engine was sent (``docs/measurement.md``,
+    "What leaves the sandbox").
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        where: str | None = None,
+        engine_text: str | None = None,
+    ):
+        super().__init__(message, hint=hint, where=where)
+        self.engine_text = engine_text
 
 
 class EngineTimeout(EngineError, TimeoutError):

@@ -43,9 +43,11 @@ class Stage(Contract):
 
 @dataclass(frozen=True)
 class Failure(Contract):
+    """Why a run could not be evaluated: podium's words only, never the engine's (its
+    log and error bodies go to the organizer's log, ``Report.organizer_log``)."""
+
     stage: str
     message: str
-    log_tail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Report(Contract):
     image: dict[str, Any] | None = None
     heldout: dict[str, Any] | None = None
     failure: Failure | None = None
+    organizer_log: str | None = None
     signature: dict[str, Any] | None = field(default=None)
 
     @classmethod

@@ -12,9 +12,12 @@ report (what a callee does outside its own stages included), so the stages add u
 
 Intake runs once: its result (``Intake``) flows to the runner, the checks and the report,
 and a caller that already ran it (the Jobs dispatcher) passes it in. Anything that goes
-wrong in a stage after intake is a FAILED verdict naming the stage (with the engine's log
-tail), never a hang and never a partial result: the report is written (so the organizer
-sees why), but only a complete, signed report is published. Containers, networks and
+wrong in a stage after intake is a FAILED verdict naming the stage and its cause in
+podium's words, never a hang and never a partial result: the report is written (so the
+organizer sees why), but only a complete, signed report is published. The engine's own
+words (its output, the error bodies it answered) may carry the held-out text it was sent,
+so they go to the organizer's log beside the report (``ORGANIZER_LOG``), which the report
+names and never carries. Containers, networks and
 processes are removed in every case, Ctrl-C included.
 """
 
@@ -60,7 +63,9 @@ from verifier.runners.base import EngineHandle, ReferenceRunner, Runner
 from verifier.verdict import decide, missing_checks, required_checks
 from verifier.weights import pinned_drafter, pinned_model
 
-LOG_TAIL = 4000
+#: the organizer's log, beside the report: the engine's output (its last MiB) and, after
+#: it, what the engine answered when the run failed; named by the report, never signed
+ORGANIZER_LOG = "engine.log"
 
 #: how the verifier's reference engine is started: given the spec's reference settings
 ReferenceFactory = Callable[[ReferenceEngine, DeclaredModel], ReferenceRunner]
@@ -115,6 +120,8 @@ class _Run:
             metrics={"ppl": None, "tps": None, "reported_tps": req.reported_tps},
         )
         self.sets: EvaluationSets | None = None
+        #: what the engine said when the run failed, verbatim: for the organizer's log only
+        self.engine_said: list[str] = []
 
     def timed(
         self,
@@ -148,8 +155,12 @@ class _Run:
         self.record.stages.append(Stage(name, "ok", seconds, note))
         self.ev.stage(name, "ok", f"{seconds:.1f} s: {note}")
 
-    def fail(self, stage: str, message: str, log_tail: str | None = None) -> None:
-        self.record.failure = Failure(stage=stage, message=message, log_tail=log_tail or None)
+    def fail(self, stage: str, message: str, engine_text: str | None = None) -> None:
+        """Record the failure in podium's words; ``engine_text`` (what the engine itself
+        sent) goes to the organizer's log only."""
+        self.record.failure = Failure(stage=stage, message=message)
+        if engine_text:
+            self.engine_said.append(f"{stage}: {message}\n{engine_text}")
 
 
 def _eos_ids(model_dir: Path) -> list[int]:
@@ -212,7 +223,8 @@ def _evaluate(run: _Run, handle: EngineHandle, renderer: TokenizerRenderer, mode
     rec.metrics["baseline_tps"] = baseline
     rec.metrics["speedup"] = tps["median"] / baseline if baseline and tps.get("median") else None
     if result.failure is not None:
-        run.fail(result.failure.stage, result.failure.message, handle.logs(LOG_TAIL))
+        said = result.error.engine_text if result.error is not None else None
+        run.fail(result.failure.stage, result.failure.message, said)
     return result
 
 
@@ -319,6 +331,8 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
     rec.runtime = runtime.record(
         obs,
         harness_generated_tokens=tokens,
+        frozen=manifest.engine.config,
+        served_model_name=manifest.engine.served_model_name,
         base_image=runtime.base_image_record(pin, manifest.engine.base_image.ref, labels),
     )
 
@@ -518,12 +532,14 @@ def _pipeline(run: _Run, workdir: Path) -> None:
             if rec.failure is None:
                 _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
         except PodiumError as exc:
-            run.fail(rec.stages[-1].name, str(exc))
+            run.fail(rec.stages[-1].name, str(exc), getattr(exc, "engine_text", None))
         finally:
             probe.settle()
 
             def stop() -> None:  # the engine's log is kept first: it ends with the engine
-                (req.out_dir / "engine.log").write_text(handle.logs(1 << 20), encoding="utf-8")
+                log = req.out_dir / ORGANIZER_LOG
+                log.write_text(handle.logs(1 << 20), encoding="utf-8")
+                rec.organizer_log = ORGANIZER_LOG
                 handle.stop()
 
             run.timed("stop", stop)
@@ -597,6 +613,11 @@ def _finish(run: _Run) -> Outcome:
                 hint="see each check's summary for what it could not observe",
             )
         )
+    if run.engine_said:  # after the engine's own output, for the organizer only
+        with (req.out_dir / ORGANIZER_LOG).open("a", encoding="utf-8") as log:
+            for said in run.engine_said:
+                log.write(f"\n---- podium: what the engine answered at {said}\n")
+        rec.organizer_log = ORGANIZER_LOG
     # the report's wall time ends here: building, signing and writing it follow (ms)
     rec.stages.append(Stage("verdict", "ok", round(time.perf_counter() - t0, 3)))
     doc = build_report(rec, verdict=verdict, finished=now_iso())

@@ -6,7 +6,9 @@ to the end. It binds the result to the bundle digest, the image id, the held-out
 digests (never its content), the hardware fingerprint, the seeds that placed and sampled
 the checks, and the toolkit version. What a run did not reach is absent (``image`` and
 ``heldout`` null, ``environment`` null before the fingerprint was taken), never a
-placeholder. Every finding and check id in it must be declared in
+placeholder. Nothing the engine wrote or answered is in it (a failure is described in
+podium's words); the engine's own output is in the organizer's log beside it, which the
+report names but does not sign. Every finding and check id in it must be declared in
 ``schemas.check_ids`` (or be a rule of the challenge), and the document is validated
 against ``report.schema.json`` before it is signed; an invalid report is a bug and is
 never signed.
@@ -76,6 +78,8 @@ class RunRecord:
     seeds: dict[str, str] = field(default_factory=dict)
     #: what the engine reported about itself at run time (version, limits, counters)
     runtime: dict[str, Any] | None = None
+    #: the organizer's log beside the report (a file name), once the run wrote one
+    organizer_log: str | None = None
 
 
 class UndeclaredCheckId(AssertionError):
@@ -160,6 +164,8 @@ def build_report(run: RunRecord, *, verdict: str, finished: str | None = None) -
         doc["runner"] = run.runner
     if run.runtime is not None:
         doc["runtime"] = run.runtime
+    if run.organizer_log is not None:
+        doc["organizer_log"] = run.organizer_log
     doc = json_safe(doc)
     # The id is derived from everything but itself: the same run always has the same id.
     doc["report_id"] = sha256_bytes(

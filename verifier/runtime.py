@@ -18,12 +18,20 @@ that rule's own id. Missing evidence (a server that logs nothing, no ``/metrics`
 finding but is listed in the record (``unobserved``): what an engine says about itself is a
 cheap first filter, never the proof, and the timed work is judged by the other checks.
 
+Everything here is the engine's own text, read after the timed work (a launcher is the
+participant's code and can log anything), so the record and the findings show a string
+only where it equals what the verifier expected from the frozen config or the base image,
+or has a closed form (a version number, an argument podium knows); any other value is
+shown as its size (``shown``): the organizer reads it in their log, the participant never
+(``docs/measurement.md``, "What leaves the sandbox").
+
 ``observe`` does the I/O; everything else is pure: parse, then ``compare``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,6 +114,49 @@ class Observation:
     non_default_args: list[dict[str, Any]] = field(default_factory=list)
     counters: dict[str, float] | None = None
     errors: dict[str, str] = field(default_factory=dict)
+
+
+# --- what of the engine's text a report may show (pure) -----------------------------------
+
+_ABSENT = object()
+_VERSION = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,4}){1,3}$")
+
+
+def shown(value: Any, expected: Any = _ABSENT) -> str:
+    """``value`` as a report may show it: a number, a flag, or what the verifier expected
+    as it is; any other value as its size only (it is the engine's text)."""
+    if value is None or isinstance(value, bool | float):
+        return repr(value)
+    if isinstance(value, int) and abs(value) < 1 << 53:
+        return repr(value)
+    if expected is not _ABSENT and value == expected:
+        return repr(value)
+    size = len(json.dumps(value, default=str))
+    return f"<a value of {size} characters, in the organizer's log>"
+
+
+def _known_arg(arg: str) -> bool:
+    return arg in VLLM_DEFAULTS or arg in LAUNCHER_ARGS or arg in OPAQUE_ARGS
+
+
+def _arg_name(arg: str) -> str:
+    return arg if _known_arg(arg) else f"<an argument of {len(arg)} characters>"
+
+
+def blind_args(seen: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, Any]:
+    """A non-default args line as a report may hold it: known argument names, and values
+    that are numbers, flags or what the frozen config asked for; others by size only."""
+    expected = expected_args(frozen)
+    out: dict[str, Any] = {}
+    for i, (arg, value) in enumerate(seen.items()):
+        name = arg if _known_arg(arg) else f"<argument {i}: {len(arg)} characters>"
+        if value is None or isinstance(value, bool | int | float):
+            out[name] = value if not isinstance(value, int) or abs(value) < 1 << 53 else None
+        elif arg in expected and _arg_matches(arg, frozen, expected[arg], value):
+            out[name] = value
+        else:
+            out[name] = shown(value)
+    return out
 
 
 # --- what the frozen config should look like at run time (pure) ----------------------------
@@ -209,7 +260,7 @@ def compare_args(
                 findings.append(
                     _mismatch(
                         f"{knob} was frozen as {json.dumps(frozen.get(knob))} but vLLM ran with "
-                        f"{arg}={seen[arg]!r}",
+                        f"{arg}={shown(seen[arg])}",
                         hint="the launcher must pass the frozen config unchanged",
                     )
                 )
@@ -226,7 +277,7 @@ def compare_args(
     for arg in sorted(set(seen) - explained):
         findings.append(
             _mismatch(
-                f"vLLM ran with {arg}={seen[arg]!r}, which no frozen knob sets",
+                f"vLLM ran with {_arg_name(arg)}={shown(seen[arg])}, which no frozen knob sets",
                 hint="every engine setting must be in the frozen engine config",
             )
         )
@@ -272,13 +323,14 @@ def compare(
             findings.append(
                 _mismatch(
                     f"MAX_MODEL_LEN was frozen as {frozen['MAX_MODEL_LEN']} but /v1/models "
-                    f"reports max_model_len {length}"
+                    f"reports max_model_len {shown(length)}"
                 )
             )
     if expected_version and obs.version and obs.version != expected_version:
         findings.append(
             _mismatch(
-                f"/version answers vLLM {obs.version}, but the base image holds {expected_version}"
+                f"/version answers vLLM {_version(obs.version)}, but the base image holds "
+                f"{expected_version}"
             )
         )
     generated = (obs.counters or {}).get("generation_tokens")
@@ -320,15 +372,38 @@ def acceptance_rate(counters: Mapping[str, float] | None) -> float | None:
     return counters.get("spec_decode_accepted_tokens", 0.0) / drafted
 
 
+def _version(version: str | None) -> str | None:
+    if version is None or _VERSION.match(version):
+        return version
+    return shown(version)
+
+
+def _served(model: Mapping[str, Any], served_model_name: str | None) -> dict[str, Any]:
+    length = model.get("max_model_len")
+    return {
+        "id": model.get("id")
+        if served_model_name is not None and model.get("id") == served_model_name
+        else shown(model.get("id")),
+        "max_model_len": length if isinstance(length, int) and abs(length) < 1 << 53 else None,
+    }
+
+
 def record(
-    obs: Observation, *, harness_generated_tokens: int | None = None, **extra: Any
+    obs: Observation,
+    *,
+    harness_generated_tokens: int | None = None,
+    frozen: Mapping[str, Any] | None = None,
+    served_model_name: str | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """The report's ``runtime`` member: what was observed, and the numbers compared."""
+    """The report's ``runtime`` member: what was observed, and the numbers compared; the
+    engine's strings only where they are what was expected (``shown``)."""
+    args = obs.non_default_args[0] if obs.non_default_args else None
     out: dict[str, Any] = {
         "engine": "vllm",
-        "version": obs.version,
-        "served_model": obs.models[0] if obs.models else None,
-        "non_default_args": obs.non_default_args[0] if obs.non_default_args else None,
+        "version": _version(obs.version),
+        "served_model": _served(obs.models[0], served_model_name) if obs.models else None,
+        "non_default_args": blind_args(args, frozen or {}) if args is not None else None,
         "counters": obs.counters,
         "harness_generated_tokens": harness_generated_tokens,
         "speculative_acceptance_rate": acceptance_rate(obs.counters),
@@ -395,8 +470,10 @@ def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
                     ]
                 else:
                     counters = parse_counters(response.text)
-            except (httpx.HTTPError, ValueError, AttributeError) as exc:
-                errors[path] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            except httpx.HTTPStatusError as exc:
+                errors[path] = f"HTTP {exc.response.status_code}"
+            except (httpx.HTTPError, ValueError, AttributeError) as exc:  # no text of its own
+                errors[path] = type(exc).__name__
     return Observation(
         version=version,
         models=models,

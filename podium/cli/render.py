@@ -233,7 +233,11 @@ def render_report(
                 clean(failure.get("message")),
             )
         )
-        tail = failure.get("log_tail")
-        if tail:
-            con.print(Text("engine log (tail):", style="dim"))
-            con.print(text(str(tail)[-1500:], multiline=True))
+    if report.get("organizer_log"):
+        con.print(
+            text(
+                f"the engine's own output: {report['organizer_log']} beside the report "
+                "(the organizer's; it may hold held-out text)",
+                "dim",
+            )
+        )

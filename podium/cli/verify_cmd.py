@@ -180,9 +180,14 @@ def _next_step(
     outcome: Any, result: dict[str, Any], *, self_check: bool, source: Path | None
 ) -> str:
     report = shlex.quote(str(outcome.report_path))
-    logs = shlex.quote(str(outcome.report_path.parent / "engine.log"))
     if outcome.verdict == "FAILED":
-        return f"read the failure above and {logs}; rerun with --logs to see the image build"
+        log = outcome.report.get("organizer_log")
+        where = (
+            f" and the engine's own output in {shlex.quote(str(outcome.report_path.parent / log))}"
+            if log
+            else ""
+        )
+        return f"read the failure above{where}; rerun with --logs to see the image build"
     if self_check:
         where = shlex.quote(str(source)) if source else "DIR"
         if outcome.verdict == "REJECTED":

@@ -142,7 +142,8 @@ def test_a_noisy_tps_is_called_unreliable_and_why(keypair: KeyPair) -> None:
 
 def test_hostile_text_in_a_report_is_shown_as_text(keypair: KeyPair) -> None:
     doc = make_report(keypair, team=HOSTILE, entry=HOSTILE, verdict="FAILED", tps=None)
-    doc["failure"] = {"stage": "ppl", "message": HOSTILE, "log_tail": f"line 1\n{HOSTILE}\n"}
+    doc["failure"] = {"stage": "ppl", "message": HOSTILE}
+    doc["organizer_log"] = HOSTILE
     doc["findings"] = [
         {"check_id": "x.y", "severity": "error", "message": HOSTILE, "hint": HOSTILE}
     ]
@@ -151,7 +152,7 @@ def test_hostile_text_in_a_report_is_shown_as_text(keypair: KeyPair) -> None:
     assert "\x1b" not in out  # the engine's colour code never reaches the terminal
     assert "[/]oops [bold red]x\\x1b[31mred" in out  # shown, escaped, never interpreted
     assert "<img src=x onerror=alert(1)>" in out
-    assert "line 1\n" in out  # a log tail keeps its lines
+    assert "the engine's own output: [/]oops" in out  # where the organizer's log is
     # in colour, hostile text adds no style: the same escape codes as for plain names
     plain = json.loads(json.dumps(doc).replace(json.dumps(HOSTILE)[1:-1], "plain-text"))
     assert render(doc, colour=True).count("\x1b[") == render(plain, colour=True).count("\x1b[")

@@ -57,15 +57,19 @@ async def _post(url: str, body: dict[str, object], timeout_s: float = 5.0) -> ob
         return await client.complete(body, kind="probe")
 
 
-def test_a_non_2xx_answer_names_the_request_kind_and_status() -> None:
+def test_a_non_2xx_answer_names_the_request_kind_and_status_once() -> None:
+    """The message is podium's words (kind, status, size); the body is the organizer's."""
+
     async def go(url: str) -> None:
         async with EngineClient(url, timeout_s=5.0) as client:
             await client.post("/v1/nowhere", BODY, "probe request")
 
     with FakeEngine() as engine, pytest.raises(EngineError) as info:
         asyncio.run(go(engine.url))
-    assert "probe request: HTTP 404" in str(info.value)
-    assert "not found" in str(info.value)
+    assert str(info.value).startswith("probe request: HTTP 404 from /v1/nowhere (a body of ")
+    assert str(info.value).count("probe request") == 1
+    assert "not found" not in str(info.value)
+    assert info.value.engine_text is not None and "not found" in info.value.engine_text
 
 
 def test_a_dropped_connection_is_an_engine_error() -> None:

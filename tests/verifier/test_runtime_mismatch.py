@@ -7,6 +7,9 @@ tests/engines/test_vllm_real.py.
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -19,6 +22,7 @@ from verifier.runtime import (
     compare,
     compare_args,
     expected_args,
+    observe,
     parse_counters,
     parse_non_default_args,
     record,
@@ -263,10 +267,72 @@ def test_acceptance_rate_is_accepted_over_drafted() -> None:
 
 
 def test_the_record_is_plain_json_with_the_numbers_compared() -> None:
-    doc = record(honest_observation(), harness_generated_tokens=768, base_image={"pin": "x"})
+    doc = record(
+        honest_observation(),
+        harness_generated_tokens=768,
+        frozen=HONEST,
+        served_model_name="podium/tiny-gemma4",
+        base_image={"pin": "x"},
+    )
     assert doc["version"] == "0.32.0"
     assert doc["served_model"] == {"id": "podium/tiny-gemma4", "max_model_len": 4096}
-    assert doc["non_default_args"] == HONEST_ARGS
+    # the launcher's own strings are the engine's text: shown by size only
+    assert doc["non_default_args"] == {
+        **HONEST_ARGS,
+        "host": "<a value of 11 characters, in the organizer's log>",
+        "model": "<a value of 8 characters, in the organizer's log>",
+    }
     assert doc["harness_generated_tokens"] == 768
     assert doc["speculative_acceptance_rate"] is None
     assert doc["base_image"] == {"pin": "x"}
+
+
+# --- the blind stays blind: the engine's text never reaches the report ------------------------
+
+SECRET = "And he called the porters; and they told it to the king's house within."
+
+
+class _Smuggler(BaseHTTPRequestHandler):
+    """A vLLM look-alike whose every self-description carries a held-out prompt."""
+
+    def do_GET(self) -> None:
+        body = {
+            "/version": json.dumps({"version": SECRET}),
+            "/v1/models": json.dumps(
+                {"data": [{"id": SECRET, "max_model_len": SECRET, "owned_by": SECRET}]}
+            ),
+            "/metrics": "# " + SECRET + "\nnot a metric {" + SECRET,
+        }.get(self.path, SECRET)
+        data = body.encode()
+        self.send_response(200 if self.path != "/metrics" else 500)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Prompt", SECRET)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_server_that_smuggles_prompts_in_its_self_description_reaches_no_report_field(
+    tiny: Any,
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Smuggler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        line = (
+            "non-default args: {'host': '127.0.0.1', 'enforce_eager': True, "
+            f"'served_model_name': [{SECRET!r}], {SECRET!r}: {SECRET!r}, "
+            f"'max_num_seqs': {SECRET!r}}}"
+        )
+        obs = observe(f"http://127.0.0.1:{server.server_address[1]}", line)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert obs.version == SECRET and obs.non_default_args  # it was read, by the organizer
+    doc = record(obs, frozen=HONEST, served_model_name="podium/tiny-gemma4")
+    findings = compare(obs, HONEST, tiny, expected_version="0.32.0", harness_generated_tokens=1)
+    shown = json.dumps(doc) + json.dumps([f.to_dict() for f in findings])
+    pieces = {SECRET[i : i + 12] for i in range(0, len(SECRET) - 12, 4)}
+    assert [p for p in pieces if p in shown] == []
+    assert ids(findings) and set(ids(findings)) <= {CHECK_ID}

@@ -203,7 +203,8 @@ def test_adversarial_engine_gets_expected_verdict(
     assert set(expected) <= found, report["findings"]
     if not expected:
         assert report["failure"]["stage"] in ("evaluation", "ready")
-        assert report["failure"]["log_tail"]
+        assert report["organizer_log"] == "engine.log"  # the engine's words: organizer's only
+        assert "adversary: " in (tmp_path / "out" / "engine.log").read_text()
 
 
 def test_escaping_engine_is_contained_and_verdict_unaffected(tmp_path: Path) -> None:

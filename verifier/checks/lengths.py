@@ -38,6 +38,17 @@ def trailing_eos(ids: Sequence[int], eos: set[int]) -> int:
     return run
 
 
+#: the finish reasons the report names; any other string the engine sends is "other": it
+#: is the engine's text, and the report carries none (``docs/measurement.md``)
+FINISH_REASONS = frozenset({"length", "stop", "abort", "tool_calls", "content_filter"})
+
+
+def _finish_name(reason: object) -> str:
+    if reason is None:
+        return "None"
+    return reason if isinstance(reason, str) and reason in FINISH_REASONS else "other"
+
+
 def _examples(records: list[RequestRecord]) -> str:
     return ", ".join(sorted({r.prompt_id for r in records})[:3])
 
@@ -63,7 +74,7 @@ async def lengths(ctx: CheckContext) -> CheckOutcome:
     for record in counted:
         n = record.counted_tokens
         lengths_seen[n] += 1
-        finishes[str(record.finish_reason)] += 1
+        finishes[_finish_name(record.finish_reason)] += 1
         if spec.ignore_eos:
             if abs(n - spec.max_tokens) > tolerance:
                 wrong_length.append(record)

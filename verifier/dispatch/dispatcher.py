@@ -166,9 +166,11 @@ class Dispatcher:
             remove_engine_image(f"podium-job/{rid}:latest")
         report = J.report_from_logs(logs["harness_lines"])
         extra = {"jobs": jobs_rec, "logs": {k: v for k, v in logs.items() if k != "harness_lines"}}
-        if report is None:
-            tail = "\n".join(logs["harness_lines"][-20:])
-            msg = f"the harness job ended {final.stage} without a report: {tail[-1500:]}"
+        if report is None:  # its log stays the organizer's: it may quote the engine
+            msg = (
+                f"the harness job ended {final.stage} without a report "
+                f"({len(logs['harness_lines'])} log lines, in the organizer's {logs['harness']})"
+            )
             return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra)
         try:
             verify_document(report, cfg.key.public_key)

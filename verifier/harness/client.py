@@ -3,8 +3,9 @@
 The harness never knows how the engine was started; it gets a base URL and speaks
 vLLM's OpenAI-compatible subset (``docs/engine-protocol.md``). Every transport failure,
 malformed answer, timeout and non-2xx answer is translated into ``EngineError`` /
-``EngineTimeout`` in one place, ``engine_error``, naming the request kind and an excerpt
-of what came back.
+``EngineTimeout`` in one place, ``engine_error``, naming the request kind and describing
+what came back (status, exception type, size) in podium's words; what the engine itself
+sent rides along as ``engine_text``, for the organizer's log only.
 
 Each request runs under a total deadline (``asyncio.timeout``), so an engine that drips
 bytes cannot hold a request open forever. The wire writes each request in one piece and
@@ -26,11 +27,17 @@ from typing import Any
 from podium.errors import EngineError, EngineTimeout, UsageError
 from verifier.harness.wire import ProtocolError, Response, Wire
 
-_EXCERPT = 300
+#: how much of what the engine sent an error keeps for the organizer's log
+_ENGINE_TEXT = 1 << 16
 _DRAIN_S = 0.05  # longest wait for a stream's end after 'data: [DONE]'
 # what a transport failure can raise: refused or reset (OSError), an answer h11 refused
 # (ProtocolError: malformed, oversized or cut short), or no answer in time
 TRANSPORT_ERRORS = (OSError, ProtocolError, TimeoutError)
+
+
+def _size(text: str) -> str:
+    n = len(text.encode("utf-8", "replace"))
+    return f"{n} byte{'' if n == 1 else 's'}"
 
 
 def engine_error(
@@ -41,38 +48,55 @@ def engine_error(
     body_text: str | None = None,
     timeout_s: float | None = None,
     detail: str | None = None,
+    sent: str | None = None,
 ) -> EngineError:
-    """The one translation of an HTTP failure into podium's error hierarchy."""
+    """The one translation of an HTTP failure into podium's error hierarchy.
+
+    The message holds podium's own words only: the request kind, a status code, an
+    exception type, a byte count. Whatever the engine sent (an error body, an answer h11
+    or JSON refused, ``sent``) is the error's ``engine_text``, for the organizer's log:
+    it may carry the held-out text the engine was given, so it never reaches the report.
+    """
     if isinstance(exc, TimeoutError):
         limit = f" within {timeout_s:g} s" if timeout_s is not None else ""
         return EngineTimeout(
-            f"{kind}: the engine did not answer{limit}",
+            f"the engine did not answer{limit}",
             hint="the engine is hung or far slower than the challenge allows",
             where=kind,
         )
     if response is not None:
         text = body_text if body_text is not None else response.text
-        excerpt = " ".join(text.split())[:_EXCERPT]
         return EngineError(
-            f"{kind}: HTTP {response.status} from {response.path}: {excerpt}",
+            f"HTTP {response.status} from {response.path} (a body of {_size(text)}, "
+            "kept in the organizer's log)",
             hint="read the engine's log for the cause",
             where=kind,
+            engine_text=text[:_ENGINE_TEXT],
         )
     if isinstance(exc, ProtocolError):
         return EngineError(
-            f"{kind}: the engine's answer is not well-formed HTTP/1.1 ({exc})",
+            f"the engine's answer is not well-formed HTTP/1.1 ({exc.summary})",
             hint="the engine sent a malformed or truncated answer; read its log",
             where=kind,
+            engine_text=str(exc)[:_ENGINE_TEXT],
         )
     if isinstance(exc, OSError):
         return EngineError(
-            f"{kind}: the engine closed or refused the connection ({type(exc).__name__}: {exc})",
+            f"the engine closed or refused the connection ({type(exc).__name__})",
             hint="the engine probably crashed; read its log",
             where=kind,
+            engine_text=str(exc)[:_ENGINE_TEXT],
         )
     if exc is not None:
-        return EngineError(f"{kind}: {type(exc).__name__}: {exc}", where=kind)
-    return EngineError(f"{kind}: {detail or 'malformed answer'}", where=kind)
+        return EngineError(
+            type(exc).__name__, where=kind, engine_text=str(exc)[:_ENGINE_TEXT] or None
+        )
+    sent_note = f" ({_size(sent)})" if sent is not None else ""
+    return EngineError(
+        f"{detail or 'malformed answer'}{sent_note}",
+        where=kind,
+        engine_text=sent[:_ENGINE_TEXT] if sent is not None else None,
+    )
 
 
 @dataclass
@@ -238,7 +262,11 @@ class EngineClient:
         try:
             return json.loads(response.body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise engine_error(kind, detail=f"the answer is not JSON ({exc})") from exc
+            raise engine_error(
+                kind,
+                detail=f"the answer is not JSON ({type(exc).__name__})",
+                sent=response.text,
+            ) from exc
 
     async def post(
         self, path: str, body: dict[str, Any], kind: str, *, timeout_s: float | None = None
@@ -302,7 +330,7 @@ class EngineClient:
                     yield json.loads(payload)
                 except json.JSONDecodeError as exc:
                     raise engine_error(
-                        kind, detail=f"a stream chunk is not JSON: {payload[:80]}"
+                        kind, detail="a stream chunk is not JSON", sent=payload
                     ) from exc
             raise engine_error(kind, detail="the stream ended without 'data: [DONE]'")
 

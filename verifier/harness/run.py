@@ -11,7 +11,8 @@ callable from the runner so a dead engine fails fast).
 
 A stage that cannot be evaluated (``EngineError``: crash, timeout, nonsense) ends the
 run: its ``Stage`` is ``failed``, later ones ``skipped``, and ``HarnessResult.failure``
-says why; the exception itself is kept in ``error`` for callers that prefer to raise.
+says why, in podium's words; the exception itself is kept in ``error`` (with what the
+engine sent, ``engine_text``, for the organizer's log) for callers that prefer to raise.
 The whole evaluation is bounded by ``spec.limits.evaluation_s``.
 """
 
@@ -133,8 +134,8 @@ class _Stages:
 
     def _fail(self, name: str, exc: EngineError, start: float) -> None:
         seconds = round(time.perf_counter() - start, 3)
-        self.result.stages.append(Stage(name, "failed", seconds, exc.message))
-        self.result.failure = Failure(stage=name, message=str(exc))
+        self.result.stages.append(Stage(name, "failed", seconds, str(exc)))
+        self.result.failure = Failure(stage=name, message=str(exc))  # podium's words only
         self.result.error = exc
 
 

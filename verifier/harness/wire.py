@@ -32,7 +32,16 @@ _MAX_BUFFER = 1 << 20  # unparsed bytes held before reading pauses
 
 
 class ProtocolError(Exception):
-    """The engine's answer is not well-formed HTTP/1.1 (h11 refused it)."""
+    """The engine's answer is not well-formed HTTP/1.1 (h11 refused it).
+
+    ``summary`` is podium's own description; ``detail``, h11's, may quote the bytes the
+    engine sent (``str()`` holds both: for the organizer's log, not for the report).
+    """
+
+    def __init__(self, summary: str, detail: str | None = None) -> None:
+        super().__init__(f"{summary} ({detail})" if detail else summary)
+        self.summary = summary
+        self.detail = detail
 
 
 class StaleConnection(ConnectionError):
@@ -150,10 +159,10 @@ class _Conn(asyncio.Protocol):
             except h11.RemoteProtocolError as exc:
                 if self.eof and self.received:
                     cut = f"the connection closed mid-answer after {self.received} bytes"
-                    raise ProtocolError(f"{cut} ({exc})") from None
+                    raise ProtocolError(cut, str(exc)) from None
                 if self.eof:
                     raise self._closed() from None
-                raise ProtocolError(str(exc)) from None
+                raise ProtocolError("h11 refused it", str(exc)) from None
             if event is not h11.NEED_DATA:
                 return event
             if self.eof:  # h11 wants more, and no more will come
