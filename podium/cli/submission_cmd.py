@@ -184,6 +184,62 @@ def validate_cmd(
     )
 
 
+@app.command("knobs")
+def knobs_cmd(
+    directory: EntryArg,
+    challenge: ChallengeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the knobs this entry can set: its value, accepted values, what each does.
+
+    The knobs are those of the entry's challenge (podium.toml, or --challenge); each says
+    which engine kinds act on it, and those the entry's engine kind ignores come last.
+
+    Examples:
+
+      podium submission knobs my-entry
+
+      podium submission knobs my-entry --challenge fast-gemma --json
+    """
+    from podium.cli.challenge import print_knobs
+    from submission.config import read_config
+    from submission.knobs import knob_table
+
+    set_json(json_out)
+    read = read_config(directory)
+    cfg = read.partial
+    if cfg is None:
+        _finish({"directory": str(directory)}, read.findings, "")
+    assert cfg is not None
+    if challenge:
+        spec = load_named_challenge(challenge, "--challenge")
+    else:
+        spec = load_named_challenge(cfg.challenge or challenge_name(None), "podium.toml")
+    rows = knob_table(spec)
+    acts = [r for r in rows if cfg.kind == "custom" or cfg.kind in r.engines]
+    rest = [r for r in rows if r not in acts]
+    data = {
+        "directory": str(directory),
+        "challenge": spec.id,
+        "engine": cfg.kind,
+        "set": cfg.config,
+        "knobs": [r.to_dict() for r in rows],
+        "ignored_by_engine": [r.name for r in rest],
+    }
+
+    def human(con: Console) -> None:
+        kind = cfg.kind or "?"
+        print_knobs(
+            con, acts, title=f"knobs the {kind} engine reads ({spec.id})", values=cfg.config
+        )
+        if rest:
+            con.print()
+            print_knobs(con, rest, title=f"knobs the {kind} engine ignores", values=cfg.config)
+        con.print(text(f"next: set them in [engine.config] of {directory / 'podium.toml'}"))
+
+    emit(data, human)
+
+
 @app.command("freeze")
 def freeze_cmd(
     directory: EntryArg,
