@@ -75,6 +75,9 @@ def error_document(exc: PodiumError) -> dict[str, Any]:
         "hint": exc.hint,
         "exit_code": exc.exit_code,
     }
+    finding_id = getattr(exc, "finding_id", None)
+    if finding_id:
+        doc["finding_id"] = finding_id
     errors = getattr(exc, "errors", None)
     if errors:
         doc["errors"] = [

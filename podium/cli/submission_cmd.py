@@ -479,7 +479,7 @@ def push_cmd(
 ) -> None:
     """Upload the bundle, its .sha256 and its manifest to a Hub repo in one commit.
 
-    Uses HF_ENDPOINT when set and the token of `huggingface-cli login` or HF_TOKEN; records
+    Uses HF_ENDPOINT when set and the token of `hf auth login` or HF_TOKEN; records
     the commit in BUNDLE.push.json.
 
     Examples:
