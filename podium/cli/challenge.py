@@ -87,8 +87,8 @@ def _describe(spec: ChallengeSpec, con: Console) -> None:
         )
     )
     con.print(text(f"engines    {', '.join(spec.engine.kinds)}"))
-    for rule in spec.engine.forbidden:
-        con.print(text(f"rule       {rule.message}"))
+    for forbidden in spec.engine.forbidden:
+        con.print(text(f"rule       {forbidden.message}"))
     con.print()
     print_knobs(con, knob_table(spec), title=f"knobs the {spec.id} challenge allows")
 

@@ -141,7 +141,7 @@ def test_a_vllm_entry_may_set_its_servers_environment_variables(
     make_submission: Callable[..., Path],
 ) -> None:
     directory = make_submission("vllm", "fast-gemma")
-    _set_config(directory, "OMP_NUM_THREADS = 1\nVLLM_LOGGING_LEVEL = \"WARNING\"")
+    _set_config(directory, 'OMP_NUM_THREADS = 1\nVLLM_LOGGING_LEVEL = "WARNING"')
     assert validate_submission(directory).findings == []
 
 

@@ -171,10 +171,10 @@ def test_bad_toml_shape_is_a_schema_finding(make_submission: Callable[..., Path]
     findings = validate_submission(directory).findings
     assert [f.check_id for f in findings] == ["submission.config-schema"] * 2
     lines = (directory / "podium.toml").read_text().splitlines()
-    PORT_EIGHT = 'port = "eight"'  # noqa: N806
+    port_eight = 'port = "eight"'
     assert [f.where for f in findings] == [
         f"podium.toml:{lines.index('THREADS = 4') + 1} engine.env.THREADS",
-        f"podium.toml:{lines.index(PORT_EIGHT) + 1} engine.port",
+        f"podium.toml:{lines.index(port_eight) + 1} engine.port",
     ]
     assert "write an integer from 1 to 65535" in (findings[1].hint or "")
 
