@@ -78,9 +78,13 @@ def test_each_command_in_the_docs_exists_and_its_options_parse(
     if "|" in words:
         words = words[: words.index("|")]
     node, path, rest = _leaf(words[1:])
-    if hasattr(node, "commands"):  # a group: what follows must be one of its commands
-        names = [w for w in re.split(r"[ /,]+", " ".join(rest)) if re.fullmatch(r"[a-z-]+", w)]
+    if hasattr(node, "commands"):  # a group: what follows is its commands or options
+        words = re.split(r"[ /,]+", " ".join(rest))
+        names = [w for w in words if re.fullmatch(r"[a-z][a-z-]*", w)]
+        flags = [w for w in words if w.startswith("-")]
+        own = {o for p in node.params for o in p.opts} | {"-h", "--help"}
         assert all(n in node.commands for n in names), f"{doc}: {line}"
+        assert all(f in own for f in flags), f"{doc}: {line}"
         return
     options = {o for p in node.params for o in [*p.opts, *p.secondary_opts]} | {"-h", "--help"}
     named = [w.split("=")[0] for w in rest if w.startswith("-") and w != "-"]
