@@ -44,7 +44,7 @@ class PodiumError(Exception):
         self.where = where
 
     def __str__(self) -> str:
-        if self.where:
+        if self.where and self.where not in self.message:
             return f"{self.where}: {self.message}"
         return self.message
 

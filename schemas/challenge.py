@@ -258,6 +258,16 @@ def list_challenges() -> list[str]:
     return sorted(p.stem for p in _shipped_dir().glob("*.json"))
 
 
+def unknown_challenge_hint(name: str) -> str:
+    """What would be accepted instead of ``name``, with the closest shipped name first."""
+    import difflib
+
+    shipped = list_challenges()
+    close = difflib.get_close_matches(name, shipped, n=1, cutoff=0.6)
+    known = f"shipped challenges: {', '.join(shipped)}; or the path of a spec file (.json)"
+    return f"did you mean {close[0]!r}? {known}" if close else known
+
+
 def load_challenge(name_or_path: str | Path) -> ChallengeSpec:
     """Load a shipped challenge by name, or a spec file by path; validate it first."""
     path = Path(name_or_path)
@@ -266,7 +276,7 @@ def load_challenge(name_or_path: str | Path) -> ChallengeSpec:
         if not path.exists():
             raise UsageError(
                 f"unknown challenge {name_or_path!r}",
-                hint=f"shipped challenges: {', '.join(list_challenges())}; or pass a spec file",
+                hint=unknown_challenge_hint(str(name_or_path)),
             )
     doc = read_json(path)
     validate("challenge", doc, file=str(path))

@@ -137,6 +137,11 @@ CONFIG_UNKNOWN_KNOB = _declare(
 )
 
 # -- submission: the participant's own checks, before a bundle exists --------------------
+CONFIG_NO_SUCH_KNOB = _declare(
+    "config.no-such-knob",
+    "submission",
+    "a key of [engine.config] that is no knob the entry's engine kind (vllm, baseline) reads",
+)
 ENGINE_KNOB_IGNORED = _declare(
     "engine.knob-ignored",
     "submission",

@@ -14,6 +14,7 @@ import difflib
 import json
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from schemas.challenge import ChallengeSpec, Rule
 from schemas.check_ids import (
     CONFIG_KNOB_NAME,
     CONFIG_KNOB_NOT_ALLOWED,
+    CONFIG_NO_SUCH_KNOB,
     CONFIG_SCHEMA,
     CONFIG_UNKNOWN_KNOB,
 )
@@ -142,12 +144,60 @@ def _closest_knob(key: str) -> str | None:
     return close[0] if close else None
 
 
-def _name_findings(config: dict[str, Any], file: str | None) -> list[Finding]:
-    """Keys that are not knob names, and UPPER_CASE keys one typo away from a known knob."""
+#: The engine kinds a submission can name.
+ENGINE_KINDS = ("vllm", "baseline", "custom")
+#: Engine kinds on which a key one typo away from a known knob is an error: the vllm
+#: launcher passes a key that is no knob to the server as an environment variable (so a
+#: misspelt knob would silently do nothing), the baseline reads known knobs only.
+STRICT_KINDS = ("vllm", "baseline")
+
+
+def key_lines(text: str, keys: Iterable[str]) -> dict[str, int]:
+    """Each key's first line in an env, TOML or JSON config text (for messages only)."""
+    out: dict[str, int] = {}
+    rows = text.splitlines()
+    for key in keys:
+        pattern = re.compile(rf'^\s*(export\s+)?"?{re.escape(key)}"?\s*[=:]')
+        for number, row in enumerate(rows, start=1):
+            if pattern.match(row):
+                out[key] = number
+                break
+    return out
+
+
+def _where(key: str, file: str | None, lines: Mapping[str, int] | None) -> str:
+    """``FILE:LINE KEY`` where the line is known, else ``FILE:KEY`` (or the key alone)."""
+    line = (lines or {}).get(key)
+    if file and line:
+        return f"{file}:{line} {key}"
+    return f"{file}:{key}" if file else key
+
+
+def _free_key(key: str, kind: str | None, meant: str | None) -> bool:
+    """True for a key the engine kind takes as it is: an environment variable of a vLLM
+    server (not a near miss of a knob), anything on a custom engine or an unknown kind."""
+    if kind == "vllm":
+        return meant is None
+    return kind not in STRICT_KINDS
+
+
+def _name_findings(
+    config: dict[str, Any],
+    file: str | None,
+    kind: str | None,
+    lines: Mapping[str, int] | None,
+) -> list[Finding]:
+    """Keys that are not knob names, and UPPER_CASE keys podium does not know.
+
+    On the baseline an unknown key is an error (it reads known knobs only); on vllm a key
+    one typo away from a known knob is (other keys are the server's environment
+    variables). Elsewhere (a custom engine, or a config judged without its kind) a near
+    miss is a warning.
+    """
     known = set(_known_knobs())
     out = []
     for key in config:
-        where = f"{file}:{key}" if file else key
+        where = _where(key, file, lines)
         meant = _closest_knob(key)
         if not KNOB_NAME.fullmatch(key):
             out.append(
@@ -160,7 +210,23 @@ def _name_findings(config: dict[str, Any], file: str | None) -> list[Finding]:
                     where=where,
                 )
             )
-        elif key not in known and meant is not None:
+        elif key in known:
+            continue
+        elif not _free_key(key, kind, meant):
+            accepted = (
+                "the knobs: `podium submission knobs DIR`; environment variables go in "
+                "[engine.env]; a custom engine takes free-form knobs"
+            )
+            out.append(
+                Finding(
+                    check_id=CONFIG_NO_SUCH_KNOB,
+                    severity="error",
+                    message=f"{key} is not a knob the {kind} engine reads, so it would do nothing.",
+                    hint=f"did you mean {meant}? ({accepted})" if meant else accepted,
+                    where=where,
+                )
+            )
+        elif meant is not None:
             out.append(
                 Finding(
                     check_id=CONFIG_UNKNOWN_KNOB,
@@ -175,20 +241,33 @@ def _name_findings(config: dict[str, Any], file: str | None) -> list[Finding]:
 
 
 def check_engine_config(
-    config: dict[str, Any], challenge: ChallengeSpec | None = None, *, file: str | None = None
+    config: dict[str, Any],
+    challenge: ChallengeSpec | None = None,
+    *,
+    file: str | None = None,
+    kind: str | None = None,
+    lines: Mapping[str, int] | None = None,
 ) -> list[Finding]:
-    """Every problem of ``config`` at once: names, schema errors, then the challenge's rules."""
-    findings = _name_findings(config, file)
+    """Every problem of ``config`` at once: names, schema errors, then the challenge's rules.
+
+    ``kind`` is the engine kind the config is for (None: not known, as for a bare
+    config file); ``lines`` maps keys to their line in ``file``, for messages.
+    """
+    findings = _name_findings(config, file, kind, lines)
     named = {k: v for k, v in config.items() if KNOB_NAME.fullmatch(k)}
     for err in validation_errors(KNOWN_KNOBS_SCHEMA_KIND, named, file=file):
         place = err.json_path.removeprefix("$.")
+        top = place.split(".")[0].split("[")[0]
+        accepted = allowed_values(top) if top in known_knobs() else None
         findings.append(
             Finding(
                 check_id=CONFIG_SCHEMA,
                 severity="error",
                 message=err.message if place == "$" else f"{place}: {err.message}",
-                hint=f"expected {err.expected}" if err.expected else None,
-                where=file or place,
+                hint=f"accepted: {accepted}"
+                if accepted
+                else (f"expected {err.expected}" if err.expected else None),
+                where=_where(top, file, lines) if place != "$" else (file or place),
             )
         )
     if challenge is None:
@@ -204,7 +283,7 @@ def check_engine_config(
                         severity="error",
                         message=f"{key} is not a knob the {challenge.id} challenge allows.",
                         hint=f"allowed knobs: {', '.join(allowed)}",
-                        where=key,
+                        where=_where(key, file, lines),
                     )
                 )
     for rule in challenge.engine.forbidden:
@@ -215,7 +294,7 @@ def check_engine_config(
                     severity="error",
                     message=rule.message,
                     hint=rule.hint,
-                    where=rule.key,
+                    where=_where(rule.key.split(".")[0], file, lines) if file else rule.key,
                 )
             )
     return findings
@@ -225,3 +304,59 @@ def _known_knobs() -> list[str]:
     from schemas.validate import load_schema
 
     return list(load_schema(KNOWN_KNOBS_SCHEMA_KIND)["properties"])
+
+
+def known_knobs() -> list[str]:
+    """Every knob the engine-config schema types, in the schema's order."""
+    return _known_knobs()
+
+
+def knob_schema(knob: str) -> dict[str, Any]:
+    """The schema of one known knob, with ``$ref`` resolved."""
+    from schemas.validate import load_schema
+
+    schema = load_schema(KNOWN_KNOBS_SCHEMA_KIND)
+    node: dict[str, Any] = dict(schema["properties"][knob])
+    ref = node.pop("$ref", None)
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        node = {**schema["$defs"][ref.removeprefix("#/$defs/")], **node}
+    return node
+
+
+def _bounds(node: dict[str, Any]) -> str:
+    lo, hi = node.get("minimum"), node.get("maximum")
+    xlo = node.get("exclusiveMinimum")
+    if xlo is not None and hi is not None:
+        return f" > {xlo} and <= {hi}"
+    if lo is not None and hi is not None:
+        return f" {lo}..{hi}"
+    if lo is not None:
+        return f" >= {lo}"
+    if xlo is not None:
+        return f" > {xlo}"
+    return ""
+
+
+def allowed_values(knob: str) -> str:
+    """The values the schema accepts for ``knob``, in a few words (``integer 16..1048576``)."""
+    node = knob_schema(knob)
+    if "oneOf" in node:  # the flag: a boolean or 0/1
+        return "true/false or 1/0"
+    if "enum" in node:
+        return "one of " + ", ".join(str(v) for v in node["enum"])
+    kind = node.get("type")
+    if kind == "integer":
+        return "integer" + _bounds(node)
+    if kind == "number":
+        return "number" + _bounds(node)
+    if kind == "object":
+        members = node.get("properties")
+        return "JSON object" + (f" ({', '.join(members)})" if members else "")
+    if kind == "string":
+        return "text"
+    return str(kind or "any value")
+
+
+def knob_description(knob: str) -> str:
+    """What a known knob does, from the schema (empty when it says nothing)."""
+    return str(knob_schema(knob).get("description") or "")

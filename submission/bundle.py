@@ -26,7 +26,7 @@ from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from submission.defaults import MANIFEST_FILE
 from submission.files import LocalFile
-from submission.freeze import Frozen, freeze, manifest_text, source_date_epoch
+from submission.freeze import Frozen, freeze, manifest_text, source_date_epoch, write_manifest
 
 
 @dataclass
@@ -109,6 +109,13 @@ def _add_file(tar: tarfile.TarFile, local: LocalFile, sha256: str, mtime: int) -
         )
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it, then putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_bundle(frozen: Frozen, out_path: Path) -> BundleInfo:
     """Write the bundle of a frozen directory to ``out_path`` (atomically)."""
     if frozen.manifest is None:
@@ -129,6 +136,7 @@ def write_bundle(frozen: Frozen, out_path: Path) -> BundleInfo:
             )
             for local in frozen.files:
                 _add_file(tar, local, digests[local.path], mtime)
+        os.chmod(tmp_name, 0o644 & ~_umask())  # mkstemp's 0600 would hide it from others
         os.replace(tmp_name, out_path)
     finally:
         if os.path.exists(tmp_name):
@@ -184,7 +192,10 @@ def package(
 
     exclude = (out_dir,) if _inside(out_dir, directory) else ()
     result = Packaged(directory)
-    frozen = freeze(directory, challenge=challenge, base_digest=base_digest, exclude=exclude)
+    # Nothing is written into the entry until the bundle is: a refusal has no side effect.
+    frozen = freeze(
+        directory, challenge=challenge, base_digest=base_digest, exclude=exclude, write=False
+    )
     result.findings = frozen.findings
     if not frozen.ok:
         return result
@@ -210,6 +221,7 @@ def package(
             )
         )
         return result
+    write_manifest(directory, frozen.manifest)
     sha_file = out_dir / f"{name}.sha256"
     sha_file.write_text(f"{info.sha256}  {info.path.name}\n", encoding="utf-8")
     result.bundle, result.sha256_file = info, sha_file

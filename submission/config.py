@@ -7,6 +7,8 @@ is). Every problem becomes a ``Finding`` so ``validate`` can list them all at on
 
 from __future__ import annotations
 
+import difflib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +17,6 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from schemas.findings import Finding
-from schemas.validate import json_path
 from submission.defaults import CONFIG_FILE, DOCKERFILE
 
 NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -124,43 +125,204 @@ def frozen_config(cfg: SubmissionConfig) -> dict[str, Any]:
     return config
 
 
-def load_config(directory: Path) -> tuple[SubmissionConfig | None, list[Finding]]:
-    """Read ``DIR/podium.toml``; ``None`` and the findings when it cannot be used."""
+@dataclass
+class ConfigRead:
+    """What reading ``podium.toml`` gave.
+
+    ``config`` is set only when the file is valid. ``partial`` is built from whatever
+    parts of a file that parsed are usable (a bad or missing value becomes empty), so
+    validate can judge the rest of the entry in the same pass instead of stopping at
+    the first schema error. ``lines`` maps dotted keys (``engine.port``) to their line.
+    """
+
+    config: SubmissionConfig | None
+    partial: SubmissionConfig | None
+    findings: list[Finding]
+    lines: dict[str, int] = field(default_factory=dict)
+
+
+_TABLE = re.compile(r"^\[\s*([A-Za-z0-9_.\s-]+?)\s*\]")
+_KEY = re.compile(r"^([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
+
+
+def toml_lines(text: str) -> dict[str, int]:
+    """Dotted key -> the 1-based line that sets it (or opens its table); for messages only."""
+    out: dict[str, int] = {}
+    table = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if (m := _TABLE.match(stripped)) and not stripped.startswith("[["):
+            table = re.sub(r"\s+", "", m[1])
+            out.setdefault(table, number)
+        elif m := _KEY.match(stripped):
+            key = m[1].strip('"')
+            out.setdefault(f"{table}.{key}" if table else key, number)
+    return out
+
+
+#: What to write for each required key, shown when it is missing.
+_REQUIRED_EXAMPLE = {
+    "challenge": 'challenge = "fast-gemma" (a shipped challenge, see `podium challenge list`)',
+    "team": 'team = "my-team" (1 to 64 letters, digits, ".", "_" or "-")',
+    "entry": 'entry = "mtp-7" (1 to 64 letters, digits, ".", "_" or "-")',
+    "engine": "[engine] with kind, base_image and port (`podium submission init` writes one)",
+    "kind": 'kind = "vllm" (or baseline, custom)',
+    "base_image": 'base_image = "vllm/vllm-openai:v0.x.y" (the image to build FROM)',
+    "port": "port = 8000 (the port the engine listens on)",
+    "format": 'format = "fast-gemma-challenge"',
+}
+
+
+def _node_words(node: dict[str, Any]) -> str:
+    """What a schema node accepts, in a few words."""
+    kind = node.get("type", "value")
+    words = {"integer": "an integer", "string": "a string", "number": "a number"}.get(
+        kind, f"a {kind}"
+    )
+    lo, hi = node.get("minimum"), node.get("maximum")
+    if lo is not None and hi is not None:
+        words += f" from {lo} to {hi}"
+    if node.get("pattern") == r"^\S+$":
+        words += " without spaces"
+    if node.get("minLength"):
+        words += ", not empty"
+    return words
+
+
+def _place(parts: list[str]) -> str:
+    return "[" + ".".join(parts) + "]" if parts else CONFIG_FILE
+
+
+def _schema_findings(err: Any, lines: dict[str, int]) -> list[Finding]:
+    """One ``ValidationError`` of ``podium.toml`` as findings a participant can act on."""
+    parts = [str(p) for p in err.absolute_path]
+    dotted = ".".join(parts)
+
+    def where(key: str | None = None) -> str:
+        path = ".".join([*parts, key]) if key else dotted
+        line = lines.get(path) or lines.get(dotted)
+        return (
+            f"{CONFIG_FILE}:{line}" + (f" {path}" if path else "")
+            if line
+            else (f"{CONFIG_FILE} {path}".rstrip())
+        )
+
+    def finding(message: str, hint: str | None, at: str) -> Finding:
+        return Finding("submission.config-schema", "error", message, hint=hint, where=at)
+
+    if err.validator == "required":
+        m = re.match(r"'(.+)' is a required property", err.message)
+        key = m[1] if m else "?"
+        return [
+            finding(
+                f"{_place(parts)} has no {key}, which is required.",
+                f"add {_REQUIRED_EXAMPLE.get(key, key)}",
+                where(),
+            )
+        ]
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = list(err.schema.get("properties", {}))
+        out = []
+        for key in err.instance:
+            if key in known:
+                continue
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            accepted = f"accepted keys of {_place(parts)}: {', '.join(known)}"
+            out.append(
+                finding(
+                    f"{key!r} is not a key of {_place(parts)}.",
+                    f"did you mean {close[0]!r}? {accepted}" if close else accepted,
+                    where(key),
+                )
+            )
+        return out
+    value = err.instance
+    shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return [
+        finding(
+            f"{dotted} = {shown} is not accepted: {err.message}.",
+            f"write {_node_words(err.schema)}" if "type" in err.schema else None,
+            where(),
+        )
+    ]
+
+
+def _get(doc: Any, key: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    value = doc.get(key, default) if isinstance(doc, dict) else default
+    if isinstance(value, bool) and kind is int:
+        return default
+    return value if isinstance(value, kind) else default
+
+
+def _partial(doc: dict[str, Any]) -> SubmissionConfig:
+    """A config from the usable parts of ``doc``: a bad or missing value becomes empty."""
+    engine = _get(doc, "engine", dict, {})
+    env = _get(engine, "env", dict, {})
+    return SubmissionConfig(
+        challenge=_get(doc, "challenge", str, ""),
+        team=_get(doc, "team", str, ""),
+        entry=_get(doc, "entry", str, ""),
+        kind=_get(engine, "kind", str, ""),
+        base_image=_get(engine, "base_image", str, ""),
+        port=_get(engine, "port", int, 0),
+        dockerfile=_get(engine, "dockerfile", str, DOCKERFILE) or DOCKERFILE,
+        served_model_name=_get(engine, "served_model_name", str, None),
+        serve=_get(engine, "serve", list, None),
+        config=dict(_get(engine, "config", dict, {})),
+        env={k: v for k, v in env.items() if isinstance(v, str)},
+        model=_get(doc, "model", dict, None),
+        reported=_get(doc, "reported", dict, None),
+        origin=_get(doc, "origin", dict, None),
+    )
+
+
+def read_config(directory: Path) -> ConfigRead:
+    """Read ``DIR/podium.toml``: the config, its findings, and what parts are usable."""
     path = directory / CONFIG_FILE
     if not path.is_file():
-        return None, [
-            Finding(
-                "submission.missing-config",
-                "error",
-                f"{CONFIG_FILE} is missing: it names the challenge, team, entry and engine.",
-                hint="podium submission init DIR writes one",
-                where=CONFIG_FILE,
-            )
-        ]
+        return ConfigRead(
+            None,
+            None,
+            [
+                Finding(
+                    "submission.missing-config",
+                    "error",
+                    f"{CONFIG_FILE} is missing: it names the challenge, team, entry and engine.",
+                    hint="podium submission init DIR writes one",
+                    where=CONFIG_FILE,
+                )
+            ],
+        )
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        doc = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        return None, [
-            Finding(
-                "submission.config-parse",
-                "error",
-                f"{CONFIG_FILE} is not valid TOML: {exc}",
-                where=CONFIG_FILE,
-            )
-        ]
+        return ConfigRead(
+            None,
+            None,
+            [
+                Finding(
+                    "submission.config-parse",
+                    "error",
+                    f"{CONFIG_FILE} is not valid TOML: {exc}",
+                    hint="fix the line it names; TOML strings need quotes",
+                    where=CONFIG_FILE,
+                )
+            ],
+        )
+    lines = toml_lines(text)
     errors = sorted(
         Draft202012Validator(TOML_SCHEMA).iter_errors(doc),
         key=lambda e: list(map(str, e.absolute_path)),
     )
-    if errors:
-        return None, [
-            Finding(
-                "submission.config-schema",
-                "error",
-                f"{json_path(e.absolute_path).removeprefix('$.')}: {e.message}",
-                hint=f"see the comments in {CONFIG_FILE} or docs/submission.md",
-                where=f"{CONFIG_FILE}:{json_path(e.absolute_path)}",
-            )
-            for e in errors
-        ]
-    return SubmissionConfig.from_doc(doc), []
+    findings = [f for e in errors for f in _schema_findings(e, lines)]
+    if findings:
+        return ConfigRead(None, _partial(doc), findings, lines)
+    cfg = SubmissionConfig.from_doc(doc)
+    return ConfigRead(cfg, cfg, [], lines)
+
+
+def load_config(directory: Path) -> tuple[SubmissionConfig | None, list[Finding]]:
+    """Read ``DIR/podium.toml``; ``None`` and the findings when it cannot be used."""
+    read = read_config(directory)
+    return read.config, read.findings

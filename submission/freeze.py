@@ -125,6 +125,11 @@ def _write_if_changed(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    """``DIR/manifest.json`` (rewritten only on change)."""
+    _write_if_changed(directory / MANIFEST_FILE, manifest_text(manifest))
+
+
 def manifest_text(manifest: Manifest) -> str:
     return json.dumps(manifest.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -239,5 +244,5 @@ def freeze(
         cfg, spec, files, directory=directory, base_digest=digest, vendored=bool(vendored)
     )
     if write:
-        _write_if_changed(directory / MANIFEST_FILE, manifest_text(manifest))
+        write_manifest(directory, manifest)
     return Frozen(directory, manifest, checked.findings, files, pin)

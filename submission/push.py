@@ -18,7 +18,7 @@ from typing import Any
 from podium.errors import BundleError, HubError, UsageError
 from submission.defaults import MANIFEST_FILE, MAX_MANIFEST_BYTES
 
-LOGIN_HINT = "run `huggingface-cli login` (or `hf auth login`), or set HF_TOKEN"
+LOGIN_HINT = "run `hf auth login`, or set HF_TOKEN"
 
 
 def translate_hub_error(exc: Exception, *, repo: str, endpoint: str) -> HubError:

@@ -34,8 +34,8 @@ port = {port}
 served_model_name = {served_model_name}
 
 [engine.config]
-# The knobs, as KEY = value (schema: `podium schema show engine-config`). The challenge
-# lists which knobs are allowed and which settings are forbidden (`podium challenge show`).
+# The knobs, as KEY = value. `podium submission knobs .` lists every knob this challenge
+# allows: what it does, the values it accepts, and which engine kinds act on it.
 # This table is the only place a knob is set: packaging writes it into the bundle as
 # engine-config.json, which the engine reads at start-up (`validate` names the knobs the
 # chosen engine kind ignores).

@@ -7,6 +7,7 @@ before ``freeze`` and ``package``, so nothing is frozen that validate would refu
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +19,12 @@ from schemas.check_ids import (
     SUBMISSION_CONFIG_EDITED,
     SUBMISSION_GENERATED_FILE,
 )
-from schemas.engine_config import KNOB_NAME, check_engine_config
+from schemas.engine_config import ENGINE_KINDS, check_engine_config, known_knobs
 from schemas.findings import Finding, errors_in
-from submission.config import NAME_PATTERN, SubmissionConfig, frozen_config, load_config
+from submission.config import NAME_PATTERN, SubmissionConfig, frozen_config, read_config
 from submission.defaults import CONFIG_FILE, ENGINE_CONFIG_FILE
 from submission.files import LocalFile, scan_files
 from submission.requirements import read_requirements
-
-ENGINE_KINDS = ("vllm", "baseline", "custom")
 
 _ARG_BASE = re.compile(r"^\s*ARG\s+BASE_IMAGE(\s*=.*)?\s*$", re.IGNORECASE | re.MULTILINE)
 _FROM_BASE = re.compile(
@@ -94,36 +93,67 @@ def _check_dockerfile(directory: Path, cfg: SubmissionConfig) -> list[Finding]:
     return []
 
 
-def _check_names(cfg: SubmissionConfig) -> list[Finding]:
+def _at(key: str, lines: dict[str, int]) -> str:
+    """``podium.toml:LINE KEY`` where the line is known, else the key."""
+    line = lines.get(key)
+    return f"{CONFIG_FILE}:{line} {key}" if line else key
+
+
+def _check_names(cfg: SubmissionConfig, lines: dict[str, int]) -> list[Finding]:
     out = []
     for key, value in (("team", cfg.team), ("entry", cfg.entry)):
-        if not re.fullmatch(NAME_PATTERN, value):
+        if value and not re.fullmatch(NAME_PATTERN, value):
             out.append(
                 Finding(
                     "submission.name",
                     "error",
                     f"{key} {value!r} is not a valid name: 1 to 64 letters, digits, '.', '_' or "
                     "'-', starting with a letter or digit.",
-                    hint=f"rename {key}",
-                    where=key,
+                    hint=f"rename {key}, e.g. {key} = {_suggest_name(value)!r}",
+                    where=_at(key, lines),
                 )
             )
     return out
 
 
-def _check_engine(cfg: SubmissionConfig, spec: ChallengeSpec) -> list[Finding]:
+def _suggest_name(value: str) -> str:
+    """``value`` made into a valid name (for a hint): bad characters become '-'."""
+    fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", value).strip("-._")[:64]
+    return fixed or "my-team"
+
+
+def _check_knobs(
+    cfg: SubmissionConfig, spec: ChallengeSpec | None, lines: dict[str, int]
+) -> list[Finding]:
+    """``[engine.config]`` against the schema, the engine kind and (given) the rules."""
+    knob_lines = {
+        key.removeprefix("engine.config."): n
+        for key, n in lines.items()
+        if key.startswith("engine.config.")
+    }
+    kind = cfg.kind if cfg.kind in ENGINE_KINDS else None
+    return check_engine_config(cfg.config, spec, file=CONFIG_FILE, kind=kind, lines=knob_lines)
+
+
+def _check_engine(
+    cfg: SubmissionConfig, spec: ChallengeSpec, lines: dict[str, int] | None = None
+) -> list[Finding]:
+    lines = lines or {}
     out = []
-    if cfg.kind not in ENGINE_KINDS or cfg.kind not in spec.engine.kinds:
+    if cfg.kind and (cfg.kind not in ENGINE_KINDS or cfg.kind not in spec.engine.kinds):
+        allowed = [k for k in spec.engine.kinds if k in ENGINE_KINDS]
+        close = difflib.get_close_matches(cfg.kind, allowed, n=1, cutoff=0.6)
         out.append(
             Finding(
                 "engine.kind-not-allowed",
                 "error",
                 f"engine.kind {cfg.kind!r} is not allowed by the {spec.id} challenge.",
-                hint=f"allowed kinds: {', '.join(spec.engine.kinds)}",
-                where="engine.kind",
+                hint=(f"did you mean {close[0]!r}? " if close else "")
+                + f"allowed kinds: {', '.join(allowed)}",
+                where=_at("engine.kind", lines),
             )
         )
-    out += check_engine_config(cfg.config, spec, file=f"{CONFIG_FILE} [engine.config]")
+    out += _check_knobs(cfg, spec, lines)
     named = cfg.config.get("SERVED_MODEL_NAME")
     if named is not None and cfg.served_model_name is not None and named != cfg.served_model_name:
         out.append(
@@ -145,7 +175,8 @@ def _check_ignored_knobs(cfg: SubmissionConfig) -> list[Finding]:
         return []  # vLLM's launcher maps every knob; a custom engine reads what it likes
     from engines.baseline.config import KNOBS
 
-    ignored = [key for key in cfg.config if key not in KNOBS and KNOB_NAME.fullmatch(key)]
+    known = set(known_knobs())  # an unknown key is config.no-such-knob, not this
+    ignored = [key for key in cfg.config if key not in KNOBS and key in known]
     if not ignored:
         return []
     return [
@@ -250,41 +281,60 @@ def _check_limits(files: list[LocalFile], spec: ChallengeSpec) -> list[Finding]:
 def validate_submission(
     directory: Path, *, challenge: ChallengeSpec | None = None, exclude: tuple[Path, ...] = ()
 ) -> Validation:
-    """Check ``directory``; ``challenge`` overrides the one ``podium.toml`` names."""
+    """Check ``directory``; ``challenge`` overrides the one ``podium.toml`` names.
+
+    Every problem is found in one pass: a ``podium.toml`` that breaks its schema still
+    has its usable parts judged (names, challenge, knobs, Dockerfile), so fixing one
+    problem never reveals another that was there all along.
+    """
     if not directory.is_dir():
-        raise UsageError(f"no such directory: {directory}")
+        if directory.is_file():
+            raise UsageError(
+                f"{directory} is a file, but a submission directory is expected here (the "
+                f"folder that holds {CONFIG_FILE})",
+                hint=f"pass its folder: {directory.parent}",
+                where=str(directory),
+            )
+        raise UsageError(
+            f"no such directory: {directory}",
+            hint="podium submission init DIR writes a new submission directory",
+            where=str(directory),
+        )
     result = Validation(directory=directory)
-    cfg, problems = load_config(directory)
-    result.findings += problems
+    read = read_config(directory)
+    result.findings += read.findings
     files, problems = scan_files(directory, exclude=exclude)
     result.files = files
     result.findings += problems
     _deps, problems = read_requirements(directory)
     result.findings += problems
+    cfg = read.partial
     if cfg is None:
         return result
-    result.config = cfg
+    result.config = read.config
     spec = challenge
-    if spec is None:
+    if spec is None and cfg.challenge:
         try:
             spec = load_challenge(cfg.challenge)
         except UsageError as exc:
+            line = read.lines.get("challenge")
             result.findings.append(
                 Finding(
                     "submission.unknown-challenge",
                     "error",
-                    f"challenge: {exc.message}",
+                    f"challenge {cfg.challenge!r} is not a challenge podium knows.",
                     hint=exc.hint,
-                    where="challenge",
+                    where=f"{CONFIG_FILE}:{line} challenge" if line else "challenge",
                 )
             )
     result.challenge = spec
-    result.findings += _check_names(cfg)
+    result.findings += _check_names(cfg, read.lines)
     result.findings += _check_dockerfile(directory, cfg)
-    result.findings += _check_generated_config(directory, cfg)
+    if read.config is not None:
+        result.findings += _check_generated_config(directory, cfg)
     if (
         cfg.origin
-        and cfg.origin.get("manifest")
+        and isinstance(cfg.origin.get("manifest"), str)
         and not (directory / cfg.origin["manifest"]).is_file()
     ):
         result.findings.append(
@@ -296,8 +346,10 @@ def validate_submission(
                 where="origin.manifest",
             )
         )
-    if spec is not None:
-        result.findings += _check_engine(cfg, spec)
+    if spec is None:  # no rules to apply, but the knobs' names and types still count
+        result.findings += _check_knobs(cfg, None, read.lines)
+    else:
+        result.findings += _check_engine(cfg, spec, read.lines)
         result.findings += _check_ignored_knobs(cfg)
         result.findings += _check_model(cfg, spec)
         result.findings += _check_limits(files, spec)

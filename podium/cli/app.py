@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from typing import Any
 
 import typer
 
@@ -26,6 +27,7 @@ from podium.cli import (
 from podium.cli import keys as keys_cmd
 from podium.cli import report as report_cmd
 from podium.cli import schema as schema_cmd
+from podium.cli.conventions import HELP_OPTIONS, RoleGroup, apply
 from podium.cli.output import console, print_error, set_debug, set_json
 from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_USAGE, PodiumError, UsageError
 from podium.untrusted import clean
@@ -38,7 +40,7 @@ TPS and PPL blind, sign a report and publish it to a leaderboard.
 
 Exit codes: 0 ok or VERIFIED, 1 findings or REJECTED, 2 usage error, 3 could not evaluate.
 Every command takes --json (errors too are then one JSON document); --debug shows
-tracebacks.
+tracebacks; -h shows any command's help. Shell completion: podium --install-completion.
 
 Examples:
 
@@ -52,8 +54,10 @@ Examples:
 app = typer.Typer(
     name="podium",
     help=HELP,
+    cls=RoleGroup,
+    context_settings=HELP_OPTIONS,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -63,6 +67,11 @@ app.add_typer(keys_cmd.app, name="keys")
 app.add_typer(report_cmd.app, name="report")
 for _module in (engine_cmd, submission_cmd, verify_cmd, leaderboard_cmd, queue_cmd, worker_cmd):
     _module.register(app)
+
+
+def command() -> Any:
+    """The click command tree of ``app``, with the help conventions applied."""
+    return apply(typer.main.get_command(app))
 
 
 def _version(value: bool) -> None:
@@ -112,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     set_json("--json" in args)
     set_debug(debug)
     try:
-        rv = app(args=args, prog_name="podium", standalone_mode=False)
+        rv = command().main(args=args, prog_name="podium", standalone_mode=False)
     except typer.Abort:
         console(stderr=True).print("aborted")
         sys.exit(130)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from podium.cli.options import JsonOpt
+from podium.cli.options import JsonOpt, load_named_challenge
 from podium.cli.output import emit, set_json
 from podium.untrusted import markup, text
 from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
+from submission.knobs import KnobRow, knob_table
 
 app = typer.Typer(help="Challenge specs: the rules every result depends on.", no_args_is_help=True)
 
@@ -83,10 +86,41 @@ def _describe(spec: ChallengeSpec, con: Console) -> None:
             f"image {lim.image_bytes / 2**30:.0f} GiB"
         )
     )
+    con.print(text(f"engines    {', '.join(spec.engine.kinds)}"))
+    for forbidden in spec.engine.forbidden:
+        con.print(text(f"rule       {forbidden.message}"))
+    con.print()
+    print_knobs(con, knob_table(spec), title=f"knobs the {spec.id} challenge allows")
+
+
+_UNSET = object()
+
+
+def print_knobs(
+    con: Console, rows: list[KnobRow], *, title: str, values: dict[str, Any] | None = None
+) -> None:
+    """The knobs as ``vllm serve --help`` lists options: a line with the name, the values
+    it accepts and the engines that act on it, then what it does, indented. A list (not
+    a table) reads at any terminal width and in a pipe."""
+    con.print(text(f"{title}:", "bold"))
+    width = max((len(r.name) for r in rows), default=0)
+    for row in rows:
+        line = Text("  ")
+        line.append(row.name.ljust(width), style="bold")
+        if values is not None:
+            line.append_text(
+                text(f"  = {json.dumps(values[row.name])}" if row.name in values else "  (not set)")
+            )
+        accepted = row.accepted + (f"; {row.rule}" if row.rule else "")
+        line.append_text(text(f"  {accepted}"))
+        line.append(f"  [{', '.join(row.engines) or 'custom only'}]", style="dim")
+        con.print(line)
+        if row.does:
+            con.print(text(f"      {row.does}"))
     con.print(
         text(
-            f"engines    {', '.join(spec.engine.kinds)}; forbidden: "
-            + ", ".join(r.key for r in spec.engine.forbidden)
+            "[...]: the engine kinds that act on the knob; a custom engine reads what its own "
+            "code reads"
         )
     )
 
@@ -96,16 +130,24 @@ def show_cmd(
     name: Annotated[str, typer.Argument(help="A shipped challenge name or a spec file.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Show one challenge spec (with the computed PPL cap).
+    """Show one challenge spec: its model, hardware, PPL cap, workload, rules and knobs.
 
-    Examples: podium challenge show fast-gemma; podium challenge show tiny --json
+    The knob table lists every knob the challenge allows: what it does, the values it
+    accepts (and the value a rule pins), and the engine kinds that act on it.
+
+    Examples:
+
+      podium challenge show fast-gemma
+
+      podium challenge show tiny --json
     """
     set_json(json_out)
-    spec = load_challenge(name)
+    spec = load_named_challenge(name, "NAME")
     doc = spec.to_dict()
     doc["computed"] = {
         "ppl_cap": spec.quality.cap,
         "tokens_per_trial": spec.tps.tokens_per_trial,
         "spec_sha256": spec.sha256,
     }
+    doc["knobs"] = [row.to_dict() for row in knob_table(spec)]
     emit(doc, lambda con: _describe(spec, con))

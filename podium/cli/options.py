@@ -66,6 +66,54 @@ KeyOpt = Annotated[
 ]
 
 
+def entry_dir(path: Path) -> Path:
+    """A submission directory argument: its ``podium.toml`` stands for the folder."""
+    if path.name == "podium.toml" and path.is_file():
+        return path.parent
+    if path.is_file():
+        raise UsageError(
+            f"{path} is a file, but a submission directory is expected (the folder that "
+            "holds podium.toml)",
+            hint="podium submission inspect BUNDLE opens a bundle"
+            if path.name.endswith((".tar.gz", ".tgz"))
+            else f"pass the folder: {path.parent}",
+            where=str(path),
+        )
+    return path
+
+
+def require_bundle(path: Path) -> Path:
+    """A bundle argument: a file; a directory or a missing path is named as such."""
+    if path.is_file():
+        return path
+    if path.is_dir():
+        entry = (path / "podium.toml").is_file()
+        raise UsageError(
+            f"{path} is a directory, but a bundle (a .tar.gz file written by "
+            "`podium submission package`) is expected",
+            hint=f"package it first: podium submission package {path}"
+            if entry
+            else "pass the bundle's .tar.gz file",
+            where=str(path),
+        )
+    raise UsageError(
+        f"no such bundle: {path}",
+        hint="package one with `podium submission package DIR`",
+        where=str(path),
+    )
+
+
+EntryArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="DIR",
+        help="The submission directory (or its podium.toml).",
+        callback=entry_dir,
+        show_default=False,
+    ),
+]
+
+
 def out_option(what: str = "Folder for what this command writes") -> object:
     """``--out/-o`` with a command's own help text (``--help`` shows its default)."""
     return typer.Option("--out", "-o", help=f"{what}.")
@@ -107,11 +155,32 @@ LocalRunnerOpt = Annotated[
 
 def challenge_name(given: str | None, named_by: str | None = None) -> str:
     """The one rule for ``--challenge``: given, else the document's, else env, else tiny."""
-    return given or named_by or os.environ.get(ENV_CHALLENGE) or DEFAULT_CHALLENGE
+    return challenge_source(given, named_by)[0]
+
+
+def challenge_source(given: str | None, named_by: str | None = None) -> tuple[str, str]:
+    """``challenge_name`` and where the name came from, for messages."""
+    if given:
+        return given, "--challenge"
+    if named_by:
+        return named_by, "the document"
+    if os.environ.get(ENV_CHALLENGE):
+        return os.environ[ENV_CHALLENGE], f"${ENV_CHALLENGE}"
+    return DEFAULT_CHALLENGE, "the default"
+
+
+def load_named_challenge(name: str, source: str) -> ChallengeSpec:
+    """``load_challenge``, with an unknown name's error naming where it came from."""
+    try:
+        return load_challenge(name)
+    except UsageError as exc:
+        raise UsageError(
+            f"{exc.message} (given by {source})", hint=exc.hint, where=exc.where or source
+        ) from None
 
 
 def resolve_challenge(given: str | None, named_by: str | None = None) -> ChallengeSpec:
-    return load_challenge(challenge_name(given, named_by))
+    return load_named_challenge(*challenge_source(given, named_by))
 
 
 def _key_from_pem(pem: bytes) -> KeyPair:

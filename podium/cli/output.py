@@ -26,10 +26,12 @@ _state: dict[str, bool] = {"json": False, "debug": False}
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console; off a terminal it is plain and as wide as ``COLUMNS`` (default 120)."""
+    """A rich console; off a terminal it is plain, never wraps a line (a pipe or a file gets
+    each line whole), and draws tables as wide as ``COLUMNS`` (default 120)."""
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else int(os.environ.get("COLUMNS") or 120)
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width, emoji=False)
+    tty = stream.isatty()
+    width = None if tty else int(os.environ.get("COLUMNS") or 120)
+    return Console(stderr=stderr, highlight=False, soft_wrap=not tty, width=width, emoji=False)
 
 
 def set_json(enabled: bool) -> None:
@@ -73,6 +75,9 @@ def error_document(exc: PodiumError) -> dict[str, Any]:
         "hint": exc.hint,
         "exit_code": exc.exit_code,
     }
+    finding_id = getattr(exc, "finding_id", None)
+    if finding_id:
+        doc["finding_id"] = finding_id
     errors = getattr(exc, "errors", None)
     if errors:
         doc["errors"] = [

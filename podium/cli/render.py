@@ -94,18 +94,28 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
+_UPPER = {"tps": "TPS", "ppl": "PPL", "cv": "CV", "ci95": "95% CI", "nll": "NLL", "id": "id"}
+
+
+def _label(name: str) -> str:
+    """A metric's member path as a label in the words of the known rows
+    (``tps.tokens_per_trial`` -> ``TPS tokens per trial``)."""
+    words = [w for part in name.split(".") for w in part.split("_") if w]
+    return " ".join(_UPPER.get(w.lower(), w) for w in words)
+
+
 def _generic_rows(prefix: str, values: dict[str, Any], skip: set[str]) -> list[tuple[str, str]]:
     rows = []
     for key, value in values.items():
         if key in skip:
             continue
-        name = f"{prefix}{key}"
+        name = _label(f"{prefix}{key}")
         if _scalar(value):
             rows.append((name, "-" if value is None else _num(value, ".4g")))
         elif isinstance(value, list):
             rows.append((name, f"{len(value)} items"))
         elif isinstance(value, dict):
-            rows += _generic_rows(f"{name}.", value, set())
+            rows += _generic_rows(f"{prefix}{key}.", value, set())
     return rows
 
 
@@ -135,10 +145,40 @@ def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         rows += _generic_rows("ppl.", ppl, _PPL_SHOWN)
     if metrics.get("speedup") is not None:
         base = metrics.get("baseline_tps")
-        rows.append(("speed-up", f"{_num(metrics['speedup'])}x over {_num(base, '.1f')} TPS"))
+        rows.append(
+            ("speed-up", f"{_num(metrics['speedup'])}x over the baseline's {_num(base, '.1f')} TPS")
+        )
     rest = {k: v for k, v in metrics.items() if k not in _KNOWN_METRICS and v is not None}
     rows += _generic_rows("", rest, set())
     return rows
+
+
+def baseline_note(report: dict[str, Any]) -> str | None:
+    """Which baseline a speed-up is against, and why that one: the shipped challenge's
+    baseline entry with the same TPS (the report names only the number)."""
+    from schemas.challenge import list_challenges, load_challenge
+
+    metrics = report.get("metrics") or {}
+    base = metrics.get("baseline_tps")
+    if metrics.get("speedup") is None or not isinstance(base, (int, float)):
+        return None
+    cid = (report.get("challenge") or {}).get("id")
+    if cid not in list_challenges():  # never a path a report names
+        return f"speed-up against a baseline of {_num(base, '.1f')} TPS"
+    spec = load_challenge(str(cid))
+    entry = next((b for b in spec.tps.baselines or [] if b.tps == base), None)
+    if entry is None:
+        return (
+            f"speed-up against the {cid} challenge's baseline, {_num(base, '.1f')} TPS on its "
+            "own hardware: the speed a plain engine reaches there"
+        )
+    setup = "with the challenge's default config" if entry.config else ""
+    return (
+        f"speed-up against the {cid} challenge's baseline: {entry.engine} {setup} on "
+        f"{entry.hardware}, {_num(entry.tps, '.1f')} TPS. It is the speed the plain reference "
+        "engine reaches on this hardware, so the speed-up says what the entry's tuning gained "
+        "over it"
+    ).replace("  ", " ")
 
 
 def tps_warning(metrics: dict[str, Any], max_cv: float | None = None) -> str | None:
@@ -193,10 +233,13 @@ def render_report(
     if rows:
         table = Table(show_header=True, header_style="bold")
         table.add_column("metric")
-        table.add_column("value", justify="right")
+        table.add_column("value", justify="right", no_wrap=True, min_width=8)
         for name, value in rows:
             table.add_row(text(name), text(value))
         con.print(table)
+        note = baseline_note(report)
+        if note:
+            con.print(text(note, "dim"))
     checks = [c for c in report.get("checks") or [] if isinstance(c, dict)]
     if checks:
         table = Table(show_header=True, header_style="bold")

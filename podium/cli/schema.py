@@ -12,7 +12,7 @@ from podium.cli.options import JsonOpt, resolve_challenge
 from podium.cli.output import emit, set_json
 from podium.errors import EXIT_FINDINGS, SchemaError, UsageError
 from podium.untrusted import markup, text
-from schemas.engine_config import check_engine_config, load_engine_config
+from schemas.engine_config import ENGINE_KINDS, check_engine_config, key_lines, load_engine_config
 from schemas.validate import KINDS, load_schema, read_json, schema_kinds, validation_errors
 
 app = typer.Typer(help="JSON Schemas of podium's documents.", no_args_is_help=True)
@@ -61,6 +61,15 @@ def validate_cmd(
             "(default: $PODIUM_CHALLENGE, else tiny).",
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            metavar="KIND",
+            help="For engine-config: the engine kind it is for (vllm, baseline, custom); "
+            "with vllm or baseline a key that is no known knob is an error.",
+        ),
+    ] = None,
     no_rules: Annotated[
         bool, typer.Option("--no-rules", help="Engine-config: schema only.")
     ] = False,
@@ -86,7 +95,14 @@ def validate_cmd(
     if kind == "engine-config":
         config = load_engine_config(file)
         spec = None if no_rules else resolve_challenge(challenge)
-        findings = check_engine_config(config, spec, file=str(file))
+        if engine is not None and engine not in ENGINE_KINDS:
+            raise UsageError(
+                f"--engine {engine!r} is not an engine kind",
+                hint=f"choose one of: {', '.join(ENGINE_KINDS)}",
+                where="--engine",
+            )
+        lines = key_lines(file.read_text(encoding="utf-8"), config)
+        findings = check_engine_config(config, spec, file=str(file), kind=engine, lines=lines)
         problems = [
             {
                 "id": f.check_id,
@@ -102,31 +118,53 @@ def validate_cmd(
             doc = read_json(file)
         except SchemaError as exc:
             problems = [
-                {"id": "schema.parse", "where": exc.where, "message": exc.message, "hint": None}
+                {
+                    "id": "schema.parse",
+                    "severity": "error",
+                    "where": exc.where,
+                    "message": exc.message,
+                    "hint": None,
+                }
             ]
         else:
             problems = [
                 {
                     "id": "schema",
+                    "severity": "error",
                     "where": e.json_path,
                     "message": e.message,
                     "hint": f"expected {e.expected}",
                 }
                 for e in validation_errors(kind, doc, file=str(file))
             ]
-    failed = [p for p in problems if p.get("severity", "error") == "error"]
-    result = {"kind": kind, "file": str(file), "valid": not failed, "problems": problems}
+    failed = [p for p in problems if p["severity"] == "error"]
+    warned = [p for p in problems if p["severity"] == "warning"]
+    result = {
+        "kind": kind,
+        "file": str(file),
+        "valid": not failed,
+        "errors": len(failed),
+        "warnings": len(warned),
+        "problems": problems,
+    }
 
     def human(con: Console) -> None:
-        errors = [p for p in problems if p.get("severity", "error") == "error"]
         for p in problems:
-            con.print(text(f"  [{p['id']}] {p['where']}: {p['message']}"))
+            con.print(text(f"  {p['severity']:<7} [{p['id']}] {p['where']}: {p['message']}"))
             if p["hint"]:
-                con.print(text(f"      hint: {p['hint']}", "dim"))
-        if errors:
-            con.print(f"[red]{len(errors)} problem(s)[/] in {markup(file)} ({markup(kind)})")
+                con.print(text(f"          hint: {p['hint']}", "dim"))
+        counts = ", ".join(
+            f"{n} {word}{'s' if n != 1 else ''}"
+            for n, word in ((len(failed), "error"), (len(warned), "warning"))
+            if n
+        )
+        if failed:
+            con.print(f"[red]{counts}[/] in {markup(file)} ({markup(kind)})")
         else:
-            con.print(f"[green]valid[/] {markup(kind)}: {markup(file)}")
+            con.print(
+                f"[green]valid[/] {markup(kind)}: {markup(file)}"
+                + (f" ({counts})" if counts else "")
+            )
 
     emit(result, human)
     if failed:

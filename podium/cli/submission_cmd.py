@@ -18,10 +18,12 @@ from rich.text import Text
 
 from podium.cli.options import (
     ChallengeOpt,
+    EntryArg,
     JsonOpt,
     LocalRunner,
     LocalRunnerOpt,
     challenge_name,
+    load_named_challenge,
     out_option,
     resolve_challenge,
 )
@@ -52,20 +54,32 @@ def _q(path: object) -> str:
 
 def _spec(name: str | None) -> ChallengeSpec | None:
     """``--challenge`` when given; otherwise the one podium.toml names (None here)."""
-    return load_challenge(name) if name else None
+    return load_named_challenge(name, "--challenge") if name else None
+
+
+def count_line(findings: list[Finding]) -> str:
+    """``2 errors, 1 warning``: the counts of what follows, by severity."""
+    errors = len(errors_in(findings))
+    warnings = sum(1 for f in findings if f.severity == "warning")
+    parts = [f"{errors} error" + ("s" if errors != 1 else "")] if errors else []
+    if warnings:
+        parts.append(f"{warnings} warning" + ("s" if warnings != 1 else ""))
+    return ", ".join(parts)
 
 
 def print_findings(con: Console, findings: list[Finding]) -> None:
+    """One line per finding, its severity first: ``error [id] where: message``."""
     for f in findings:
         line = Text("  ")
-        line.append(f.check_id, style="red" if f.is_error else "yellow")
+        line.append(f"{f.severity:<7}", style="red" if f.is_error else "yellow")
+        line.append(f" [{f.check_id}]")
         if f.where:
             line.append_text(text(f" {f.where}"))
         line.append(": ")
         line.append_text(text(f.message))
         con.print(line)
         if f.hint:
-            con.print(text(f"      hint: {f.hint}", "dim"))
+            con.print(text(f"          hint: {f.hint}", "dim"))
 
 
 def _finish(
@@ -75,8 +89,8 @@ def _finish(
 
     def human(con: Console) -> None:
         errors = errors_in(findings)
-        if errors:
-            con.print(f"[red]{len(errors)} problem(s)[/]:")
+        if findings:
+            con.print(Text(f"{count_line(findings)}:", style="red" if errors else "yellow"))
         print_findings(con, findings)
         if errors:
             con.print("next: fix the problems above and run the command again")
@@ -145,7 +159,7 @@ def init_cmd(
 
 @app.command("validate")
 def validate_cmd(
-    directory: DirArg, challenge: ChallengeOpt = None, json_out: JsonOpt = False
+    directory: EntryArg, challenge: ChallengeOpt = None, json_out: JsonOpt = False
 ) -> None:
     """Check a submission directory; every problem is listed at once with its id and a hint.
 
@@ -170,9 +184,65 @@ def validate_cmd(
     )
 
 
+@app.command("knobs")
+def knobs_cmd(
+    directory: EntryArg,
+    challenge: ChallengeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the knobs this entry can set: its value, accepted values, what each does.
+
+    The knobs are those of the entry's challenge (podium.toml, or --challenge); each says
+    which engine kinds act on it, and those the entry's engine kind ignores come last.
+
+    Examples:
+
+      podium submission knobs my-entry
+
+      podium submission knobs my-entry --challenge fast-gemma --json
+    """
+    from podium.cli.challenge import print_knobs
+    from submission.config import read_config
+    from submission.knobs import knob_table
+
+    set_json(json_out)
+    read = read_config(directory)
+    cfg = read.partial
+    if cfg is None:
+        _finish({"directory": str(directory)}, read.findings, "")
+    assert cfg is not None
+    if challenge:
+        spec = load_named_challenge(challenge, "--challenge")
+    else:
+        spec = load_named_challenge(cfg.challenge or challenge_name(None), "podium.toml")
+    rows = knob_table(spec)
+    acts = [r for r in rows if cfg.kind == "custom" or cfg.kind in r.engines]
+    rest = [r for r in rows if r not in acts]
+    data = {
+        "directory": str(directory),
+        "challenge": spec.id,
+        "engine": cfg.kind,
+        "set": cfg.config,
+        "knobs": [r.to_dict() for r in rows],
+        "ignored_by_engine": [r.name for r in rest],
+    }
+
+    def human(con: Console) -> None:
+        kind = cfg.kind or "?"
+        print_knobs(
+            con, acts, title=f"knobs the {kind} engine reads ({spec.id})", values=cfg.config
+        )
+        if rest:
+            con.print()
+            print_knobs(con, rest, title=f"knobs the {kind} engine ignores", values=cfg.config)
+        con.print(text(f"next: set them in [engine.config] of {directory / 'podium.toml'}"))
+
+    emit(data, human)
+
+
 @app.command("freeze")
 def freeze_cmd(
-    directory: DirArg,
+    directory: EntryArg,
     challenge: ChallengeOpt = None,
     base_digest: BaseDigestOpt = None,
     json_out: JsonOpt = False,
@@ -233,7 +303,7 @@ class _BuildProgress:
 
 @app.command("package")
 def package_cmd(
-    directory: DirArg,
+    directory: EntryArg,
     out: Annotated[Path, out_option("Folder for the bundle and its image record")] = Path("dist"),
     challenge: ChallengeOpt = None,
     base_digest: BaseDigestOpt = None,
@@ -409,7 +479,7 @@ def push_cmd(
 ) -> None:
     """Upload the bundle, its .sha256 and its manifest to a Hub repo in one commit.
 
-    Uses HF_ENDPOINT when set and the token of `huggingface-cli login` or HF_TOKEN; records
+    Uses HF_ENDPOINT when set and the token of `hf auth login` or HF_TOKEN; records
     the commit in BUNDLE.push.json.
 
     Examples:
@@ -539,7 +609,7 @@ def _need_sweep_extra(search: bool) -> None:
 
 @app.command("sweep")
 def sweep_cmd(
-    directory: DirArg,
+    directory: EntryArg,
     knob: Annotated[
         list[str],
         typer.Option(

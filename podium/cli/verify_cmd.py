@@ -17,6 +17,7 @@ from podium.cli.options import (
     Runner,
     RunnerOpt,
     out_option,
+    require_bundle,
     resolve_challenge,
     signing_key,
 )
@@ -48,10 +49,7 @@ def bundle_challenge(bundle: Path) -> str | None:
     from podium.errors import BundleError
     from submission.safe_bundle import peek_manifest
 
-    if not bundle.is_file():
-        raise UsageError(
-            f"no such bundle: {bundle}", hint="package one with `podium submission package`"
-        )
+    require_bundle(bundle)
     try:
         challenge = (peek_manifest(bundle).get("challenge") or {}).get("id")
     except BundleError:
@@ -114,10 +112,7 @@ def run_verification(
     """
     from verifier.pipeline import VerifyRequest, verify
 
-    if not bundle.is_file():
-        raise UsageError(
-            f"no such bundle: {bundle}", hint="package one with `podium submission package`"
-        )
+    require_bundle(bundle)
     if publish and key is None:
         raise UsageError(
             "--publish needs a signing key",

@@ -127,7 +127,7 @@ def test_checks_and_metrics_it_has_never_heard_of_are_shown(keypair: KeyPair) ->
     doc["metrics"]["reference"] = {"seconds": 12.5, "records": 44}
     out = render(doc)
     assert "integrity.reference-decode" in out and "91% agreement" in out
-    assert "tps.trials_run" in out and "reference.seconds" in out and "reference.records" in out
+    assert "TPS trials run" in out and "reference seconds" in out and "reference records" in out
 
 
 def test_a_noisy_tps_is_called_unreliable_and_why(keypair: KeyPair) -> None:

@@ -96,18 +96,53 @@ def test_a_lower_case_knob_says_which_knob_was_meant(
         main(["submission", "validate", str(directory)])
     assert done.value.code == 1
     out = capsys.readouterr().out
-    assert "podium.toml [engine.config]:dtype" in out and "did you mean DTYPE?" in out
+    line = (directory / "podium.toml").read_text().splitlines().index('dtype = "float32"') + 1
+    assert f"podium.toml:{line} dtype" in out and "did you mean DTYPE?" in out
+
+
+@pytest.mark.fires("config.no-such-knob")
+@pytest.mark.parametrize("kind", ["vllm", "baseline"])
+def test_a_misspelt_knob_is_an_error_naming_the_line_and_the_knob_meant(
+    kind: str, make_submission: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = make_submission(kind, "fast-gemma")
+    _set_config(directory, "MAX_MODEL_LENN = 512")
+    (finding,) = validate_submission(directory).findings
+    assert (finding.check_id, finding.severity) == ("config.no-such-knob", "error")
+    assert finding.hint is not None and finding.hint.startswith("did you mean MAX_MODEL_LEN?")
+    assert "engine kind vllm" not in finding.hint  # the old hint, wrong for a typo
+    line = (directory / "podium.toml").read_text().splitlines().index("MAX_MODEL_LENN = 512") + 1
+    assert finding.where == f"podium.toml:{line} MAX_MODEL_LENN"
+    with pytest.raises(SystemExit) as done:
+        main(["submission", "validate", str(directory)])
+    out = capsys.readouterr().out
+    assert done.value.code == 1 and "is a valid submission" not in out
+    assert "1 error:" in out and "  error   [config.no-such-knob]" in out
 
 
 @pytest.mark.fires("config.unknown-knob")
-def test_a_near_miss_of_a_known_knob_is_a_warning_with_the_name(
-    make_submission: Callable[..., Path],
+def test_a_near_miss_on_a_custom_engine_is_a_labelled_warning(
+    make_submission: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    directory = make_submission("vllm", "fast-gemma")
+    directory = make_submission("custom", "fast-gemma")
     _set_config(directory, "GPU_MEMORY_UTILISATION = 0.8")
     (finding,) = validate_submission(directory).findings
     assert (finding.check_id, finding.severity) == ("config.unknown-knob", "warning")
     assert finding.hint == "did you mean GPU_MEMORY_UTILIZATION?"
+    with pytest.raises(SystemExit) as done:
+        main(["submission", "validate", str(directory)])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "1 warning:" in out and "  warning [config.unknown-knob]" in out
+
+
+@pytest.mark.quiet("config.no-such-knob")
+def test_a_vllm_entry_may_set_its_servers_environment_variables(
+    make_submission: Callable[..., Path],
+) -> None:
+    directory = make_submission("vllm", "fast-gemma")
+    _set_config(directory, 'OMP_NUM_THREADS = 1\nVLLM_LOGGING_LEVEL = "WARNING"')
+    assert validate_submission(directory).findings == []
 
 
 @pytest.mark.fires("engine.knob-ignored")
@@ -115,13 +150,12 @@ def test_vllm_only_knobs_on_a_baseline_entry_are_named(
     make_submission: Callable[..., Path],
 ) -> None:
     directory = make_submission()
-    _set_config(
-        directory, "ENABLE_PREFIX_CACHING = true\nGPU_MEMORY_UTILIZATION = 0.9\nSLIDING_WINDOW = 8"
-    )
+    _set_config(directory, "ENABLE_PREFIX_CACHING = true\nGPU_MEMORY_UTILIZATION = 0.9")
     (finding,) = validate_submission(directory).findings
     assert (finding.check_id, finding.severity) == ("engine.knob-ignored", "warning")
-    for knob in ("ENABLE_PREFIX_CACHING", "GPU_MEMORY_UTILIZATION", "SLIDING_WINDOW"):
+    for knob in ("ENABLE_PREFIX_CACHING", "GPU_MEMORY_UTILIZATION"):
         assert knob in finding.message
+    assert "use engine kind vllm" in (finding.hint or "")  # right here: known vLLM knobs
     vllm = make_submission("vllm", "fast-gemma", name="v")
     _set_config(vllm, "SLIDING_WINDOW = 8")
     assert validate_submission(vllm).findings == []  # vLLM's launcher acts on both

@@ -39,7 +39,7 @@ def test_missing_token_says_how_to_log_in(bundle: Path) -> None:
     with pytest.raises(HubError) as caught:
         push_bundle(bundle, "acme/entries", endpoint=f"http://127.0.0.1:{_closed_port()}")
     assert "token" in caught.value.message
-    assert caught.value.hint is not None and "huggingface-cli login" in caught.value.hint
+    assert caught.value.hint is not None and "hf auth login" in caught.value.hint
     assert "HF_TOKEN" in caught.value.hint
     assert _digest(bundle) == before
     assert not bundle.with_name(bundle.name + ".push.json").exists()

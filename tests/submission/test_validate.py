@@ -37,6 +37,7 @@ from submission.validate import validate_submission
     "submission.config-edited",
     "config.knob-name",
     "config.unknown-knob",
+    "config.no-such-knob",
 )
 @pytest.mark.parametrize(
     ("kind", "challenge"),
@@ -169,10 +170,13 @@ def test_bad_toml_shape_is_a_schema_finding(make_submission: Callable[..., Path]
     (directory / "podium.toml").write_text(text)
     findings = validate_submission(directory).findings
     assert [f.check_id for f in findings] == ["submission.config-schema"] * 2
+    lines = (directory / "podium.toml").read_text().splitlines()
+    port_eight = 'port = "eight"'
     assert [f.where for f in findings] == [
-        "podium.toml:$.engine.env.THREADS",
-        "podium.toml:$.engine.port",
+        f"podium.toml:{lines.index('THREADS = 4') + 1} engine.env.THREADS",
+        f"podium.toml:{lines.index(port_eight) + 1} engine.port",
     ]
+    assert "write an integer from 1 to 65535" in (findings[1].hint or "")
 
 
 @pytest.mark.fires("submission.too-large")
