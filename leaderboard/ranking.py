@@ -151,7 +151,8 @@ def key_id_of(record: dict[str, Any]) -> str | None:
 def row_summary(record: dict[str, Any]) -> dict[str, Any]:
     """The flat view of a record used by ``show --json`` and the exports."""
     m = metrics_of(record)
-    ch = record.get("challenge") if isinstance(record.get("challenge"), dict) else {}
+    found = record.get("challenge")
+    ch: dict[str, Any] = found if isinstance(found, dict) else {}
     return {
         "record_id": record.get("record_id"),
         "challenge": ch.get("id"),

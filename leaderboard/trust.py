@@ -23,9 +23,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from leaderboard.specs import shipped_specs
 from podium.errors import SchemaError, UsageError
 from podium.signing import key_id, load_public_key, public_key_from_b64
-from leaderboard.specs import shipped_specs
 from schemas.challenge import ChallengeSpec
 
 

@@ -132,10 +132,15 @@ class StoreCheck:
             )
         total = len(self.good) + len(self.bad)
         keys = self.trust.describe() if self.trust else "no key"
-        line = f"{len(self.good)} of {total} rows verified against {keys}"
+        line = f"{len(self.good)} of {count_rows(total)} verified against {keys}"
         if self.bad:
             line += f"; {len(self.bad)} unverified, listed apart"
         return line
+
+
+def count_rows(n: int) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def _challenge_of(doc: dict[str, Any]) -> str | None:
@@ -236,7 +241,10 @@ def check_row(
         return _bad(raw.path, doc, "path-mismatch", exc.message)
     if raw.path != where:
         return _bad(
-            raw.path, doc, "path-mismatch", f"stored at {raw.path}, but its content belongs at {where}"
+            raw.path,
+            doc,
+            "path-mismatch",
+            f"stored at {raw.path}, but its content belongs at {where}",
         )
     return GoodRow(raw.path, doc, kid)
 

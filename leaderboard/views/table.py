@@ -102,7 +102,9 @@ def unverified_table(bad: list[BadRow]) -> Table:
 
 def render(boards: list[Board], con: Console, check: StoreCheck | None = None) -> None:
     if check is not None:
-        style = "green" if check.checked and check.ok else "bold red" if not check.checked else "yellow"
+        style = (
+            "green" if check.checked and check.ok else "bold red" if not check.checked else "yellow"
+        )
         con.print(text(check.summary(), style=style))
     if not boards and not (check and check.bad):
         con.print("no records in this store yet")

@@ -3,9 +3,9 @@
 The page (``static/``: HTML, vanilla JS, inline SVG, no CDN) draws and filters in the
 browser what ``records_document`` computed: the rows that passed the check
 (``leaderboard.verify``), the boards ranked from them (``leaderboard.ranking``) and the
-rows that failed, with their reasons. The same files work two ways: ``serve`` answers them from a store with a
-small threaded HTTP server, and ``build_site`` writes them with a ``records.json``
-snapshot into a folder a Hugging Face static Space can host as it is.
+rows that failed, with their reasons. The same files work two ways: ``serve`` answers
+them from a store with a small threaded HTTP server, and ``build_site`` writes them with
+a ``records.json`` snapshot into a folder a Hugging Face static Space can host as it is.
 """
 
 from __future__ import annotations
@@ -184,7 +184,8 @@ def make_server(
 
     if not 0 <= port <= 65535:
         raise UsageError(
-            f"--port {port} is not a port number", hint="choose one from 0 to 65535 (0: any free one)"
+            f"--port {port} is not a port number",
+            hint="choose one from 0 to 65535 (0: any free one)",
         )
     try:
         server = ThreadingHTTPServer((host, port), Handler)

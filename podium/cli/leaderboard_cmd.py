@@ -157,10 +157,6 @@ def export_format(out: Path, fmt: str | None) -> str:
     return by_suffix
 
 
-def rows(n: int) -> str:
-    return f"{n} row" if n == 1 else f"{n} rows"
-
-
 @app.command("export")
 def export_cmd(
     out: Annotated[
@@ -185,6 +181,7 @@ def export_cmd(
 
     Example: podium leaderboard export --store ./leaderboard-data -o lb.parquet
     """
+    from leaderboard.verify import count_rows
     from leaderboard.views.export import export
 
     set_json(json_out)
@@ -205,7 +202,7 @@ def export_cmd(
         con.print(text(check.summary()))
         for bad in check.bad:
             con.print(text(f"not written: {bad.path}: {bad.kind}: {bad.problem}"))
-        con.print(f"wrote {rows(count)} to {markup(out)} ({markup(kind)})")
+        con.print(f"wrote {count_rows(count)} to {markup(out)} ({markup(kind)})")
 
     emit(result, human)
 

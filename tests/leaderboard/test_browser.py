@@ -45,6 +45,9 @@ pytestmark = [
 ]
 
 
+SERVE = [sys.executable, "-m", "podium.cli.app", "leaderboard", "serve"]
+
+
 def checked(records: list[dict[str, Any]], keypair: Any) -> StoreCheck:
     """``records`` checked against ``keypair``'s public key, as the views check them."""
     trust = Trust((TrustedKey(keypair.key_id, keypair.public_key, "test"),))
@@ -227,6 +230,58 @@ def test_hostile_names_and_reasons_stay_text_in_the_browser(keypair: Any, tmp_pa
         assert "&lt;img src=x onerror=alert(1)&gt;" in dom
         assert "[/]oops [bold red]x" in dom
         assert ranked_teams(dom)[0].startswith("[/]oops")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_page_ranks_only_proven_rows_and_lists_the_forged_apart(
+    seeded_store: LocalStore, keypair: Any, key_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The forged store of test_forged_rows.py, seen through the served page."""
+    from factories import forge_store
+
+    from podium.signing import KeyPair
+
+    forged = forge_store(seeded_store.root, keypair, KeyPair.generate())
+    port = free_port()
+    proc = subprocess.Popen(
+        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--pubkey", str(key_files[1])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        assert 'data-ready="1"' in dom and 'data-checked="1"' in dom
+        assert ranked_teams(dom) == ["otters", "falcons"]
+        keys = re.findall(r'<td class="key">([^<]*)</td>', dom)
+        assert keys == [keypair.key_id, keypair.key_id]
+        assert re.findall(r'<tr [^>]*data-tied="1"', dom)  # tiny's noise ties the two
+        bad = dict(re.findall(r'data-kind="([^"]+)" data-path="([^"]+)"', dom))
+        assert bad == {"bad-signature": forged["altered"], "unknown-key": forged["forged_key"]}
+        assert "9,999" not in dom and "99,999" not in dom
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_page_without_verification_says_nothing_was_checked(
+    seeded_store: LocalStore, tmp_path: Path
+) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--no-verify"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        assert 'data-checked="0"' in dom and "NOTHING WAS CHECKED" in dom
+        assert set(re.findall(r'<td class="key">([^<]*)</td>', dom)) == {"unchecked"}
     finally:
         proc.terminate()
         proc.wait(timeout=10)
