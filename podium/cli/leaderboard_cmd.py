@@ -276,7 +276,8 @@ def publish_cmd(
                     f"  {r['record_id']} {r['verdict']:<10} {r['team']}/{r['entry']} {r['reason']}"
                 )
             )
-        con.print(f"next: podium leaderboard show --store {markup(done.store)}")
+        pub = markup(f"{key}.pub") if key else "KEYFILE.pub"
+        con.print(f"next: podium leaderboard show --store {markup(done.store)} --pubkey {pub}")
 
     emit(done.to_dict(), human)
 
