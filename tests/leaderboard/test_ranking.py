@@ -53,6 +53,11 @@ def test_entries_apart_beyond_the_noise_do_not_share_a_rank(keypair: KeyPair) ->
     assert ranks(rows) == [("first", 1, False), ("third", 2, False)]
 
 
+def test_the_docs_example_a_third_entry_behind_both_leaders(keypair: KeyPair) -> None:
+    rows = [single(keypair, t, f"t{t}") for t in (510.06, 505.42, 475.0)]
+    assert [(r[1], r[2]) for r in ranks(rows)] == [(1, True), (1, True), (3, False)]
+
+
 def test_the_boundary_is_the_widened_intervals_touching(keypair: KeyPair) -> None:
     """Apart by more than (1 + e) / (1 - e) = 1.0619 for e = 3 %: just over and just under."""
     ratio = 1.03 / 0.97
