@@ -122,7 +122,8 @@ def build_trust(pubkeys: Iterable[Path] = (), *, spec_keys_too: bool = True) -> 
             keys.extend(spec_keys(spec))
     for path in pubkeys:
         public = load_public_key(path)
-        keys.append(TrustedKey(key_id(public), public, f"--pubkey {path}"))
+        # the file's name only: the summary reaches pages the public reads
+        keys.append(TrustedKey(key_id(public), public, f"--pubkey {path.name}"))
     if not spec_keys_too and not keys:
         raise UsageError(
             "--no-spec-keys leaves no key to trust", hint="name the organizers' key with --pubkey"

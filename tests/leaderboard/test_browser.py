@@ -256,7 +256,7 @@ def test_page_ranks_only_proven_rows_and_lists_the_forged_apart(
         dom = chromium("--dump-dom", url, cwd=tmp_path)
         assert 'data-ready="1"' in dom and 'data-checked="1"' in dom
         assert ranked_teams(dom) == ["otters", "falcons"]
-        keys = re.findall(r'<td class="key">([^<]*)</td>', dom)
+        keys = re.findall(r'<td class="key" data-key="([^"]*)"', dom)
         assert keys == [keypair.key_id, keypair.key_id]
         assert re.findall(r'<tr [^>]*data-tied="1"', dom)  # tiny's noise ties the two
         bad = dict(re.findall(r'data-kind="([^"]+)" data-path="([^"]+)"', dom))
@@ -281,7 +281,7 @@ def test_page_without_verification_says_nothing_was_checked(
         wait_for(url + "records.json", proc)
         dom = chromium("--dump-dom", url, cwd=tmp_path)
         assert 'data-checked="0"' in dom and "NOTHING WAS CHECKED" in dom
-        assert set(re.findall(r'<td class="key">([^<]*)</td>', dom)) == {"unchecked"}
+        assert set(re.findall(r'<td class="key"[^>]*>([^<]*)</td>', dom)) == {"unchecked"}
     finally:
         proc.terminate()
         proc.wait(timeout=10)

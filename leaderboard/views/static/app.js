@@ -81,7 +81,8 @@ function renderRanked(ranked) {
       el("td", { class: "num" }, fmt(e.tps, 1) + ci), el("td", { class: "num runs" }, runs),
       el("td", { class: "num" }, fmt(m.ppl, 3)), el("td", { class: "num" }, fmt(m.ppl_cap, 3)),
       el("td", { class: "num" }, num(m.speedup) === null ? "-" : fmt(m.speedup, 2) + "x"),
-      el("td", { class: "key" }, state.doc.checked ? keyOf(r) : "unchecked"),
+      el("td", { class: "key", "data-key": state.doc.checked ? keyOf(r) : "", title: state.doc.checked ? `signed by trusted key ${keyOf(r)}` : "not checked (--no-verify)" },
+        state.doc.checked ? keyOf(r).slice(0, 8) + "…" : "unchecked"),
       el("td", {}, String(r.verified_at || "").slice(0, 10)));
     tr.onclick = () => selectRow(r, e);
     frag.append(tr);
