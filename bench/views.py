@@ -1,11 +1,13 @@
 """The leaderboard's views with 10,000 records in a local store: time to first render.
 
 The store is filled with 10,000 signed, schema-valid records (a fifth of them REJECTED,
-the rest VERIFIED, 2,000 teams), written in the store's own layout. Then:
+the rest VERIFIED, 2,000 teams), written in the store's own layout; the organizer's
+public key is handed to every view with ``--pubkey``, so every row is checked. Then:
 
-- ``podium leaderboard show --store DIR`` (and ``--json``) as a fresh process, output
-  to a pipe: wall time from exec to exit, which includes the interpreter's start;
-  plus the same work in-process, split into reading the store, ranking and rendering;
+- ``podium leaderboard show --store DIR --pubkey KEY`` (and ``--json``, and
+  ``--no-verify``) as a fresh process, output to a pipe: wall time from exec to exit,
+  which includes the interpreter's start; plus the same work in-process, split into
+  reading the store, checking every row (``leaderboard.verify``), ranking and rendering;
 - ``podium leaderboard serve`` and headless Chromium loading the page: the page's own
   ``data-render-ms`` (script start to table drawn, set by ``app.js``), the first
   ``/records.json`` answer (the store read), and Chromium's whole wall time, against
@@ -96,8 +98,10 @@ def make_record(keypair: KeyPair, i: int) -> dict[str, Any]:
 
 
 def fill_store(root: Path, n: int) -> LocalStore:
-    """A store of ``n`` records, written directly in its layout (publishing is not timed)."""
+    """A store of ``n`` records, written directly in its layout (publishing is not timed);
+    the organizer's public key is written beside it, at ``<root>.pub``."""
     keypair = KeyPair.generate()
+    root.with_name(root.name + ".pub").write_bytes(keypair.public_pem())
     store = LocalStore(root)
     store.publish_key(keypair.public_pem())
     if n:
@@ -116,40 +120,66 @@ def _timed(cmd: list[str]) -> float:
     return time.perf_counter() - started
 
 
+def pubkey_of(store: Path) -> Path:
+    return store.with_name(store.name + ".pub")
+
+
 def time_show(store: Path, repeats: int) -> dict[str, Any]:
     base = [sys.executable, "-m", "podium.cli.app", "leaderboard", "show", "--store", str(store)]
-    table = [_timed(base) for _ in range(repeats)]
-    as_json = [_timed([*base, "--json"]) for _ in range(repeats)]
+    checked = [*base, "--pubkey", str(pubkey_of(store))]
+    table = [_timed(checked) for _ in range(repeats)]
+    as_json = [_timed([*checked, "--json"]) for _ in range(repeats)]
+    unchecked_json = [_timed([*base, "--no-verify", "--json"]) for _ in range(repeats)]
     interpreter = [_timed([sys.executable, "-c", "import podium.cli.app"]) for _ in range(repeats)]
     return {
         "show_s": statistics.median(table),
         "show_json_s": statistics.median(as_json),
+        "show_json_no_verify_s": statistics.median(unchecked_json),
         "import_cli_s": statistics.median(interpreter),
-        "runs": {"show": table, "show_json": as_json, "import_cli": interpreter},
+        "runs": {
+            "show": table,
+            "show_json": as_json,
+            "show_json_no_verify": unchecked_json,
+            "import_cli": interpreter,
+        },
     }
 
 
 def time_in_process(store: LocalStore) -> dict[str, float]:
     from rich.console import Console
 
-    from leaderboard.ranking import build_boards
+    from leaderboard.trust import build_trust
+    from leaderboard.verify import check_rows
+    from leaderboard.views.board import boards_of
     from leaderboard.views.table import render
 
+    trust = build_trust([pubkey_of(store.root)])
     t0 = time.perf_counter()
-    records = store.list_records()
+    raw = store.raw_records()
     t1 = time.perf_counter()
-    boards = build_boards(records, challenge=None, best_per_team=True)
+    check = check_rows(raw, trust)
     t2 = time.perf_counter()
-    render(boards, Console(file=io.StringIO(), width=160, force_terminal=False))
+    unchecked = check_rows(raw, None)
     t3 = time.perf_counter()
-    return {"read_store_s": t1 - t0, "rank_s": t2 - t1, "render_s": t3 - t2}
+    boards = boards_of(check, best_per_team=True)
+    t4 = time.perf_counter()
+    render(boards, Console(file=io.StringIO(), width=160, force_terminal=False), check)
+    t5 = time.perf_counter()
+    assert check.ok and len(check.good) == len(unchecked.good) == len(raw)
+    return {
+        "read_store_s": t1 - t0,
+        "check_s": t2 - t1,
+        "parse_only_s": t3 - t2,
+        "rank_s": t4 - t3,
+        "render_s": t5 - t4,
+    }
 
 
 def time_page(store: Path, chromium: str, repeats: int) -> dict[str, Any]:
     port = free_port()
     cmd = [sys.executable, "-m", "podium.cli.app", "leaderboard", "serve"]
     proc = subprocess.Popen(
-        [*cmd, "--store", str(store), "--port", str(port)],
+        [*cmd, "--store", str(store), "--port", str(port), "--pubkey", str(pubkey_of(store))],
         cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -167,6 +197,10 @@ def time_page(store: Path, chromium: str, repeats: int) -> dict[str, Any]:
         started = time.perf_counter()
         body = httpx.get(url + "records.json", timeout=120, trust_env=False).content
         first_json_s = time.perf_counter() - started
+        time.sleep(10.5)  # past the page's 10 s cache: the store is read again
+        started = time.perf_counter()
+        httpx.get(url + "records.json", timeout=120, trust_env=False)
+        refresh_json_s = time.perf_counter() - started
         walls, render_ms = [], []
         with tempfile.TemporaryDirectory() as profile:
             for _ in range(repeats):
@@ -188,6 +222,7 @@ def time_page(store: Path, chromium: str, repeats: int) -> dict[str, Any]:
     return {
         "records_json_bytes": len(body),
         "first_records_json_s": first_json_s,
+        "refresh_records_json_s": refresh_json_s,
         "chromium_wall_s": statistics.median(walls),
         "render_ms": statistics.median(render_ms),
         "runs": {"chromium_wall_s": walls, "render_ms": render_ms},

@@ -67,6 +67,23 @@ def public_pem(public: Ed25519PublicKey) -> bytes:
     )
 
 
+def public_raw_b64(public: Ed25519PublicKey) -> str:
+    """The raw 32-byte public key in base64: how a challenge spec pins a key."""
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def public_key_from_b64(value: str, *, where: str = "public key") -> Ed25519PublicKey:
+    """The key of ``public_raw_b64``; anything else is a ``SignatureError`` naming ``where``."""
+    try:
+        raw = base64.b64decode(value, validate=True)
+        return Ed25519PublicKey.from_public_bytes(raw)
+    except ValueError as exc:
+        raise SignatureError(
+            f"{where} is not a base64 Ed25519 public key (32 raw bytes)", where=where
+        ) from exc
+
+
 def write_keypair(keypair: KeyPair, private_path: Path, *, overwrite: bool = False) -> Path:
     """Write ``private_path`` (mode 0600) and ``private_path`` + ``.pub``; return the latter."""
     public_path = private_path.with_name(private_path.name + ".pub")

@@ -213,6 +213,31 @@ class Datasets(Contract):
 
 
 @dataclass(frozen=True)
+class OrganizerKey(Contract):
+    """A public key pinned by the spec: rows it signed are verified (within its period)."""
+
+    key_id: str
+    public_key: str
+    owner: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+
+@dataclass(frozen=True)
+class TpsNoise(Contract):
+    """TPS's run-to-run noise (a share of TPS) and where that number comes from."""
+
+    relative: float
+    source: str
+
+
+@dataclass(frozen=True)
+class LeaderboardRules(Contract):
+    keys: list[OrganizerKey] | None = None
+    tps_noise: TpsNoise | None = None
+
+
+@dataclass(frozen=True)
 class ChallengeSpec(Contract):
     schema_version: int
     id: str
@@ -229,6 +254,7 @@ class ChallengeSpec(Contract):
     engine: EngineRules
     datasets: Datasets
     description: str | None = None
+    leaderboard: LeaderboardRules | None = None
     #: where the spec was read from (not part of the document)
     source: str | None = field(default=None, compare=False, metadata={"json": "__source__"})
 

@@ -44,6 +44,8 @@ class RawRecord:
 
     path: str
     data: bytes
+    #: why the file could not be read as a record (then ``data`` is empty)
+    error: str | None = None
 
 
 @runtime_checkable
@@ -103,6 +105,14 @@ def check_publishable(records: list[dict[str, Any]]) -> list[tuple[str, dict[str
             )
         seen.setdefault(record_path(rec), rec)
     return list(seen.items())
+
+
+def layout_error(rel: str) -> str | None:
+    """Why a file under ``records/`` is not where a record can be, or None."""
+    parts = rel.split("/")
+    if len(parts) != 3 or not parts[2].endswith(".json"):
+        return "not in the store's layout (records/<challenge>/<record_id>.json)"
+    return None
 
 
 def parse_raw(raw: list[RawRecord]) -> list[dict[str, Any]]:

@@ -111,7 +111,8 @@ The JSON Schema of a row is `schemas/json/record.schema.json` in podium.
 ## Public keys
 
 Rows are signed with these keys (files under `keys/`). Compare the key id with one the
-organizers publish elsewhere before trusting it.
+organizers publish elsewhere before trusting it: anyone who can write a row here can
+write a key here too, so podium's views never trust a key found only in this dataset.
 
 {keys}
 

@@ -152,10 +152,14 @@ class HubStore:
         folder = self._snapshot(f"{base.RECORDS_DIR}/**")
         if not (folder / base.RECORDS_DIR).is_dir():
             return []
-        return [
-            RawRecord(p.relative_to(folder).as_posix(), p.read_bytes())
-            for p in sorted((folder / base.RECORDS_DIR).glob("*/*.json"))
-        ]
+        out: list[RawRecord] = []
+        for p in sorted((folder / base.RECORDS_DIR).rglob("*")):
+            rel = p.relative_to(folder).as_posix()
+            if p.is_dir():
+                continue
+            problem = base.layout_error(rel)
+            out.append(RawRecord(rel, b"", problem) if problem else RawRecord(rel, p.read_bytes()))
+        return out
 
     def list_records(self) -> list[dict[str, Any]]:
         return base.parse_raw(self.raw_records())

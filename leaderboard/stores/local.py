@@ -28,6 +28,7 @@ from .base import (
     check_publishable,
     find_record,
     key_path,
+    layout_error,
     parse_raw,
     record_bytes,
 )
@@ -113,11 +114,18 @@ class LocalStore:
                 raise StoreError(f"{self.root} is not a folder", where=str(self.root))
             return []
         out: list[RawRecord] = []
-        for path in sorted(base.glob("*/*.json")):
+        for path in sorted(base.rglob("*")):
+            rel = path.relative_to(self.root).as_posix()
+            if path.is_dir() or path.name.startswith("."):
+                continue  # a folder, or a publisher's file still being written
+            problem = layout_error(rel)
+            if problem is not None:
+                out.append(RawRecord(rel, b"", problem))
+                continue
             try:
-                out.append(RawRecord(path.relative_to(self.root).as_posix(), path.read_bytes()))
-            except OSError as exc:
-                raise StoreError(f"cannot read {path}: {exc.strerror}", where=str(path)) from exc
+                out.append(RawRecord(rel, path.read_bytes()))
+            except OSError as exc:  # reported as a row, never skipped
+                out.append(RawRecord(rel, b"", f"cannot read: {exc.strerror}"))
         return out
 
     def list_records(self) -> list[dict[str, Any]]:

@@ -1,14 +1,18 @@
 """The leaderboard web page: static files plus ``/records.json``.
 
-The page (``static/``: HTML, vanilla JS, inline SVG, no CDN) ranks and filters in the
-browser, so the same files work two ways: ``serve`` answers them from a store with a
-small threaded HTTP server, and ``build_site`` writes them with a ``records.json``
-snapshot into a folder a Hugging Face static Space can host as it is.
+The page (``static/``: HTML, vanilla JS, inline SVG, no CDN) draws and filters in the
+browser what ``records_document`` computed: the rows that passed the check
+(``leaderboard.verify``), the boards ranked from them (``leaderboard.ranking``) and the
+rows that failed, with their reasons. The same files work two ways: ``serve`` answers
+them from a store with a small threaded HTTP server, and ``build_site`` writes them with
+a ``records.json`` snapshot into a folder a Hugging Face static Space can host as it is.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
 import threading
 import time
 from datetime import UTC, datetime
@@ -17,7 +21,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from leaderboard.ranking import Ranked
 from leaderboard.stores.base import Store
+from leaderboard.trust import Trust
+from leaderboard.verify import RowChecker, StoreCheck
+from leaderboard.views.board import boards_of
 from podium.errors import PodiumError, UsageError
 
 STATIC_FILES = {
@@ -47,30 +55,70 @@ def static_bytes(name: str) -> bytes:
     return resources.files("leaderboard.views").joinpath("static", name).read_bytes()
 
 
-def records_document(records: list[dict[str, Any]], store: str) -> dict[str, Any]:
-    rows = sorted(records, key=lambda r: str(r.get("record_id", "")))
+def _page_entry(r: Ranked) -> dict[str, Any]:
+    e = r.entry
+    return {
+        "rank": r.rank,
+        "tied": r.tied,
+        "runs": [run.get("record_id") for run in e.runs],
+        "tps": e.tps,
+        "interval": [e.low, e.high],
+        "spread": e.spread,
+        "noise": e.noise,
+    }
+
+
+def records_document(check: StoreCheck, store: str) -> dict[str, Any]:
+    """``/records.json``: the rows that passed the check, the boards ranked from them (both
+    each team's best and every attempt), and every row that failed, with its reason.
+
+    The page only draws this document: ranking and checking happen here, once.
+    """
+    rows = sorted(check.records, key=lambda r: str(r.get("record_id", "")))
+    boards: dict[str, Any] = {}
+    best = {b.challenge: b for b in boards_of(check, best_per_team=True)}
+    for board in boards_of(check, best_per_team=False):
+        boards[board.challenge] = {
+            "noise": board.noise,
+            "noise_source": board.noise_source,
+            "best": [_page_entry(r) for r in best[board.challenge].ranked],
+            "all": [_page_entry(r) for r in board.ranked],
+            "others": [r.get("record_id") for r in board.others],
+        }
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"generated_at": generated, "store": store, "count": len(rows), "records": rows}
+    return {
+        "generated_at": generated,
+        "store": store,
+        "checked": check.checked,
+        "summary": check.summary(),
+        "trusted_keys": check.trust.to_dict()["keys"] if check.trust else [],
+        "count": len(rows),
+        "records": rows,
+        "boards": boards,
+        "unverified": [b.to_dict() for b in check.bad],
+    }
 
 
-def build_site(records: list[dict[str, Any]], out_dir: Path, *, store: str) -> list[Path]:
-    """Write the page, ``records.json`` and a Space card into ``out_dir``."""
+def build_site(check: StoreCheck, out_dir: Path, *, store: str) -> list[Path]:
+    """Write the page, ``records.json`` (checked here) and a Space card into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in STATIC_FILES:
         (out_dir / name).write_bytes(static_bytes(name))
         written.append(out_dir / name)
-    doc = records_document(records, store)
+    doc = records_document(check, store)
     (out_dir / "records.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     (out_dir / "README.md").write_text(SPACE_README.format(store=store), encoding="utf-8")
     return [*written, out_dir / "records.json", out_dir / "README.md"]
 
 
 class RecordsCache:
-    """Records read from the store at most every ``ttl`` seconds (a Hub read is slow)."""
+    """``/records.json`` made at most every ``ttl`` seconds (a Hub read is slow); each
+    row's bytes are checked once (``RowChecker``), so a refresh checks only new rows."""
 
-    def __init__(self, store: Store, ttl: float):
+    def __init__(self, store: Store, ttl: float, trust: Trust | None):
         self.store, self.ttl = store, ttl
+        self.checker = RowChecker(trust)
         self._lock = threading.Lock()
         self._body: bytes | None = None
         self._at = 0.0
@@ -78,17 +126,28 @@ class RecordsCache:
     def body(self) -> bytes:
         with self._lock:
             if self._body is None or time.monotonic() - self._at > self.ttl:
-                doc = records_document(self.store.list_records(), self.store.url)
+                trusted = self.checker.trust is not None
+                store_keys = frozenset(self.store.public_keys()) if trusted else frozenset()
+                check = self.checker.check(self.store.raw_records(), store_keys)
+                doc = records_document(check, self.store.url)
                 self._body = json.dumps(doc, ensure_ascii=False).encode("utf-8")
                 self._at = time.monotonic()
             return self._body
 
 
 def make_server(
-    store: Store, host: str = "127.0.0.1", port: int = 7860, *, ttl: float = 10.0
+    store: Store,
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    *,
+    trust: Trust | None,
+    ttl: float = 10.0,
 ) -> ThreadingHTTPServer:
-    """A server for the page; call ``serve_forever()`` on it (``port=0``: any free port)."""
-    cache = RecordsCache(store, ttl)
+    """A server for the page; call ``serve_forever()`` on it (``port=0``: any free port).
+
+    ``trust``: the keys every row is checked against (None: nothing is checked, and the
+    page says so)."""
+    cache = RecordsCache(store, ttl, trust)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -123,11 +182,41 @@ def make_server(
 
         do_HEAD = do_GET
 
+    if not 0 <= port <= 65535:
+        raise UsageError(
+            f"--port {port} is not a port number",
+            hint="choose one from 0 to 65535 (0: any free one)",
+        )
     try:
         server = ThreadingHTTPServer((host, port), Handler)
     except OSError as exc:
-        raise UsageError(
-            f"cannot listen on {host}:{port}: {exc.strerror}", hint="choose another --port"
-        ) from exc
+        raise _listen_error(host, port, exc) from exc
     server.daemon_threads = True
     return server
+
+
+def _listen_error(host: str, port: int, exc: OSError) -> UsageError:
+    """Why ``host:port`` cannot be listened on, with a hint about the option at fault."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return UsageError(
+            f"{where}: --host {host!r} is not an address or a name this machine resolves "
+            f"({exc.strerror})",
+            hint="pass --host with an address of this machine, e.g. 127.0.0.1 or 0.0.0.0",
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return UsageError(
+            f"{where}: --host {host} is not an address of this machine",
+            hint="pass --host with one of this machine's addresses, e.g. 127.0.0.1 or 0.0.0.0",
+        )
+    if exc.errno == errno.EADDRINUSE:
+        return UsageError(
+            f"{where}: --port {port} is in use",
+            hint="choose another --port (0: any free one)",
+        )
+    if exc.errno == errno.EACCES:
+        return UsageError(
+            f"{where}: not permitted ({exc.strerror})",
+            hint="ports below 1024 need privileges: choose --port 1024 or higher",
+        )
+    return UsageError(f"{where}: {exc.strerror or exc}", hint="check --host and --port")

@@ -9,7 +9,7 @@ import typer
 
 from podium.cli.options import JsonOpt
 from podium.cli.output import emit, set_json
-from podium.signing import KeyPair, key_id, load_public_key, write_keypair
+from podium.signing import KeyPair, key_id, load_public_key, public_raw_b64, write_keypair
 from podium.untrusted import text
 
 app = typer.Typer(help="Signing keys (Ed25519).", no_args_is_help=True)
@@ -50,7 +50,14 @@ def id_cmd(
     path: Annotated[Path, typer.Argument(help="A public (or private) key file.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Print a key's id. Example: podium keys id keys/organizer.pem.pub"""
+    """Print a key's id (with --json, also the key as a challenge spec pins it).
+
+    Example: podium keys id keys/organizer.pem.pub
+    """
     set_json(json_out)
-    kid = key_id(load_public_key(path))
-    emit({"key_id": kid, "file": str(path)}, lambda con: con.print(kid))
+    public = load_public_key(path)
+    kid = key_id(public)
+    emit(
+        {"key_id": kid, "file": str(path), "public_key": public_raw_b64(public)},
+        lambda con: con.print(kid),
+    )

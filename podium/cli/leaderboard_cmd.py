@@ -23,6 +23,29 @@ ChallengeOpt = Annotated[
     typer.Option("--challenge", "-c", help="Only this challenge id (default: every challenge)."),
 ]
 
+PubkeyOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--pubkey",
+        metavar="FILE",
+        help="An organizer public key (PEM) to trust for rows of any challenge, besides the "
+        "keys the challenge spec pins; repeat for several. Never take it from the store.",
+    ),
+]
+NoSpecKeysOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-spec-keys", help="Trust only the --pubkey keys, not those the challenge spec pins."
+    ),
+]
+NoVerifyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-verify",
+        help="Check no signature (faster); the output then says plainly that nothing was checked.",
+    ),
+]
+
 app = typer.Typer(help="The leaderboard: records, stores, views.", no_args_is_help=True)
 
 
@@ -49,75 +72,163 @@ def open_existing(url: str | None) -> Any:
     return store
 
 
+def trust_of(pubkey: list[Path] | None, no_spec_keys: bool, no_verify: bool) -> Any:
+    """The keys a view checks rows against (None with --no-verify)."""
+    from leaderboard.trust import build_trust
+
+    if no_verify:
+        if pubkey or no_spec_keys:
+            raise UsageError(
+                "--no-verify checks nothing, so --pubkey and --no-spec-keys mean nothing with it",
+                hint="leave out --no-verify to check every row, or the key options to skip it",
+            )
+        return None
+    return build_trust(pubkey or [], spec_keys_too=not no_spec_keys)
+
+
+def read_view(
+    store: str | None,
+    challenge: str | None,
+    pubkey: list[Path] | None,
+    no_spec_keys: bool,
+    no_verify: bool,
+) -> tuple[Any, Any]:
+    """(the store, its rows checked): what every reading command starts from."""
+    from leaderboard.views.board import read_checked
+
+    trust = trust_of(pubkey, no_spec_keys, no_verify)
+    st = open_existing(store)
+    return st, read_checked(st, trust, challenge)
+
+
 @app.command("show")
 def show_cmd(
     store: StoreOpt = None,
     challenge: ChallengeOpt = None,
     all_attempts: Annotated[
-        bool, typer.Option("--all", help="Every VERIFIED attempt, not only each team's best.")
+        bool, typer.Option("--all", help="Every VERIFIED entry, not only each team's best.")
     ] = False,
+    pubkey: PubkeyOpt = None,
+    no_spec_keys: NoSpecKeysOpt = False,
+    no_verify: NoVerifyOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Ranked VERIFIED entries by TPS, then the others with their reason.
 
+    Every row is checked against the organizer keys the challenge spec pins (and any
+    --pubkey) first; a row that fails is never ranked and is listed apart with why.
+    Entries that cannot be told apart within the noise share a rank, marked '='.
+
     Example: podium leaderboard show --store ./leaderboard-data --challenge fast-gemma
     """
-    from leaderboard.ranking import build_boards
+    from leaderboard.views.board import boards_of, show_document
     from leaderboard.views.table import render
 
     set_json(json_out)
-    st = open_existing(store)
-    boards = build_boards(st.list_records(), challenge=challenge, best_per_team=not all_attempts)
-    emit(
-        {"store": st.url, "boards": [b.to_dict() for b in boards]}, lambda con: render(boards, con)
-    )
+    st, check = read_view(store, challenge, pubkey, no_spec_keys, no_verify)
+    boards = boards_of(check, challenge=challenge, best_per_team=not all_attempts)
+    emit(show_document(check, boards, st.url), lambda con: render(boards, con, check))
+
+
+EXPORT_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json"}
+
+
+def export_format(out: Path, fmt: str | None) -> str:
+    """The format ``out``'s extension names; a --format that disagrees is refused."""
+    from leaderboard.views.export import FORMATS
+
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(
+            f"unknown export format {fmt!r} (--format)", hint=f"choose one of: {', '.join(FORMATS)}"
+        )
+    by_suffix = EXPORT_FORMATS.get(out.suffix.lower())
+    if by_suffix is None:
+        if fmt is not None:
+            return fmt
+        raise UsageError(
+            f"cannot tell the format of {out} from its extension {out.suffix or '(none)'!r}",
+            hint="name it .csv, .parquet or .json, or pass --format",
+        )
+    if fmt is not None and fmt != by_suffix:
+        raise UsageError(
+            f"--format {fmt} disagrees with {out}'s extension ({out.suffix}: {by_suffix})",
+            hint=f"name the file .{fmt} or leave out --format",
+        )
+    return by_suffix
 
 
 @app.command("export")
 def export_cmd(
-    out: Annotated[Path, typer.Option("--out", "-o", help="File to write.")],
-    fmt: Annotated[str, typer.Option("--format", help="csv, parquet or json.")] = "csv",
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="File to write; its extension names the format.")
+    ],
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="csv, parquet or json (default: from --out's extension; must agree with it).",
+        ),
+    ] = None,
     store: StoreOpt = None,
+    pubkey: PubkeyOpt = None,
+    no_spec_keys: NoSpecKeysOpt = False,
+    no_verify: NoVerifyOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Write every record as CSV, Parquet (needs pyarrow) or JSON.
+    """Write every verified row as CSV, Parquet (needs pyarrow) or JSON.
 
-    Example: podium leaderboard export --store ./leaderboard-data --format parquet -o lb.parquet
+    Rows that fail the signature check are not written; they are listed instead.
+
+    Example: podium leaderboard export --store ./leaderboard-data -o lb.parquet
     """
+    from leaderboard.verify import count_rows
     from leaderboard.views.export import export
 
     set_json(json_out)
-    st = open_existing(store)
-    count = export(st.list_records(), fmt, out)
-    result = {"store": st.url, "format": fmt, "output": str(out), "rows": count}
-    emit(result, lambda con: con.print(f"wrote {count} rows to {markup(out)} ({markup(fmt)})"))
+    kind = export_format(out, fmt)
+    st, check = read_view(store, None, pubkey, no_spec_keys, no_verify)
+    count = export(check.records, kind, out)
+    result = {
+        "store": st.url,
+        "format": kind,
+        "output": str(out),
+        "rows": count,
+        "checked": check.checked,
+        "summary": check.summary(),
+        "unverified": [b.to_dict() for b in check.bad],
+    }
+
+    def human(con: Console) -> None:
+        con.print(text(check.summary()))
+        for bad in check.bad:
+            con.print(text(f"not written: {bad.path}: {bad.kind}: {bad.problem}"))
+        con.print(f"wrote {count_rows(count)} to {markup(out)} ({markup(kind)})")
+
+    emit(result, human)
 
 
 @app.command("verify")
 def verify_cmd(
-    pubkey: Annotated[
-        list[Path], typer.Option("--pubkey", help="Organizer public key (PEM); repeat for several.")
-    ],
+    pubkey: PubkeyOpt = None,
     store: StoreOpt = None,
+    no_spec_keys: NoSpecKeysOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check every row's schema, id and signature; list forged or altered rows (exit 1).
+    """Check every row's schema, id, path and signature; list the rows that fail (exit 1).
 
-    Get the public key from the organizers, not from the store itself.
+    The keys are those the challenge spec pins and any --pubkey; a key published only
+    inside the store is never trusted. Get a --pubkey from the organizers.
 
     Example: podium leaderboard verify --store hf://datasets/org/lb --pubkey organizer.pem.pub
     """
-    from leaderboard.verify import verify_store
-
     set_json(json_out)
-    st = open_existing(store)
-    check = verify_store(st, [load_public_key(p) for p in pubkey])
+    st, check = read_view(store, None, pubkey, no_spec_keys, False)
 
     def human(con: Console) -> None:
         for bad in check.bad:
-            con.print(f"[red]BAD[/] {markup(bad.path)}: {markup(bad.problem)}")
+            con.print(f"[red]BAD[/] {markup(bad.path)}: {markup(bad.kind)}: {markup(bad.problem)}")
         colour = "green" if check.ok else "red"
-        con.print(f"[{colour}]{check.good} of {check.checked} rows verified[/] in {markup(st.url)}")
+        con.print(f"[{colour}]{markup(check.summary())}[/] in {markup(st.url)}")
 
     emit({"store": st.url, **check.to_dict()}, human)
     if not check.ok:
@@ -165,34 +276,60 @@ def publish_cmd(
                     f"  {r['record_id']} {r['verdict']:<10} {r['team']}/{r['entry']} {r['reason']}"
                 )
             )
-        con.print(f"next: podium leaderboard show --store {markup(done.store)}")
+        pub = markup(f"{key}.pub") if key else "KEYFILE.pub"
+        con.print(f"next: podium leaderboard show --store {markup(done.store)} --pubkey {pub}")
 
     emit(done.to_dict(), human)
+
+
+def port_number(value: str) -> int:
+    """``--port``'s parser: a whole number from 0 to 65535, else a usage error naming it."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a port number (0 to 65535)") from None
+    if not 0 <= port <= 65535:
+        raise typer.BadParameter(f"{port} is not a port number: choose one from 0 to 65535")
+    return port
 
 
 @app.command("serve")
 def serve_cmd(
     store: StoreOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port (0: any free port).")] = 7860,
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port", metavar="PORT", parser=port_number, help="Port, 0 to 65535 (0: any free one)."
+        ),
+    ] = 7860,
+    pubkey: PubkeyOpt = None,
+    no_spec_keys: NoSpecKeysOpt = False,
+    no_verify: NoVerifyOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Serve the leaderboard page and /records.json until interrupted.
 
-    With --json it prints one line, {"url": ...}, once it listens.
+    Each row is checked as for `show`; the page ranks only the rows that pass, shows the
+    key that signed each, and lists the others apart with why. With --json it prints one
+    line, {"url": ...}, once it listens.
 
     Example: podium leaderboard serve --store ./leaderboard-data --port 7860
     """
     from leaderboard.views.web import make_server
 
     set_json(json_out)
-    server = make_server(open_existing(store), host, port)
+    trust = trust_of(pubkey, no_spec_keys, no_verify)
+    server = make_server(open_existing(store), host, port, trust=trust)
     bound_host, bound_port = server.server_address[:2]
     url = f"http://{bound_host!s}:{bound_port}/"
     if json_out:
-        emit_line({"url": url})
+        emit_line({"url": url, "checked": trust is not None})
     else:
-        console(stderr=True).print(f"serving {markup(url)} (Ctrl-C to stop)")
+        err = console(stderr=True)
+        if trust is None:
+            err.print("[bold red]NOTHING WAS CHECKED (--no-verify)[/]: the page says so too")
+        err.print(f"serving {markup(url)} (Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -205,20 +342,25 @@ def serve_cmd(
 def build_site_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the site into.")],
     store: StoreOpt = None,
+    pubkey: PubkeyOpt = None,
+    no_spec_keys: NoSpecKeysOpt = False,
+    no_verify: NoVerifyOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Write the static page and a records.json snapshot for a static Space.
+    """Write the static page and a checked records.json snapshot for a static Space.
 
     Example: podium leaderboard build-site --store ./leaderboard-data -o site/
     """
     from leaderboard.views.web import build_site
 
     set_json(json_out)
-    st = open_existing(store)
-    files = build_site(st.list_records(), out, store=st.url)
+    st, check = read_view(store, None, pubkey, no_spec_keys, no_verify)
+    files = build_site(check, out, store=st.url)
     emit(
-        {"store": st.url, "files": [str(f) for f in files]},
-        lambda con: con.print(f"wrote {len(files)} files to {markup(out)}"),
+        {"store": st.url, "files": [str(f) for f in files], **check.to_dict()},
+        lambda con: con.print(
+            f"{markup(check.summary())}\nwrote {len(files)} files to {markup(out)}"
+        ),
     )
 
 

@@ -193,7 +193,8 @@ def _next_step(
         )
     published = result.get("published") or {}
     if published.get("ok"):
-        return f"podium leaderboard show --store {shlex.quote(str(published.get('store')))}"
+        store = shlex.quote(str(published.get("store")))
+        return f"podium leaderboard show --store {store} --pubkey KEYFILE.pub"
     if not outcome.signed:
         return "sign it: rerun with --key KEYFILE (create one with `podium keys generate KEYFILE`)"
     return f"podium leaderboard publish {report} --key KEYFILE --store STORE"

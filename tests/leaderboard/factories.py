@@ -40,8 +40,12 @@ def make_report(
     findings: list[dict[str, Any]] | None = None,
     failure: dict[str, Any] | None = None,
     official_hardware: bool = True,
+    bundle: str | None = None,
+    ci: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
-    """A signed report; ``serial`` makes otherwise equal reports distinct."""
+    """A signed report; ``serial`` makes otherwise equal reports distinct; ``bundle``
+    names the bundle (the same for several verifications of one bundle); ``ci`` is the
+    TPS interval (default: the median +- 2 %)."""
     ident = f"{challenge}/{team}/{entry}/{verdict}/{tps}/{ppl}/{serial}"
     if findings is None:
         findings = []
@@ -77,7 +81,7 @@ def make_report(
             "median": tps,
             "mean": tps * 1.001,
             "cv": 0.012,
-            "ci95": [round(tps * 0.98, 3), round(tps * 1.02, 3)],
+            "ci95": list(ci) if ci else [round(tps * 0.98, 3), round(tps * 1.02, 3)],
             "trials": [{"tps": tps}],
             "tokens_per_trial": 4096,
             "concurrency": 16,
@@ -102,7 +106,7 @@ def make_report(
         "submission": {
             "team": team,
             "entry": entry,
-            "bundle_sha256": _sha("bundle:" + ident),
+            "bundle_sha256": _sha("bundle:" + (bundle or ident)),
             "manifest_sha256": _sha("manifest:" + ident),
             "engine_kind": "vllm",
             "engine_config": {"quantization": "fp8", "max_num_seqs": 64},
@@ -207,3 +211,33 @@ def publish_worker(args: tuple[str, bytes, int, int, int]) -> tuple[int, int]:
     again = store.publish(records[:batch])
     assert not again.added, f"worker {worker} re-added {again.added}"
     return added, len(again.already_present)
+
+
+def forge_store(root: Any, genuine: KeyPair, forger: KeyPair) -> dict[str, str]:
+    """Forge two rows in the seeded store at ``root``, as a hostile writer would.
+
+    - herons' genuine row gets a TPS of 9,999 (its signature no longer matches);
+    - a report of team "forger" at 99,999 TPS, signed by ``forger``, published into the
+      store with the forger's key, so that key sits under ``keys/`` beside the genuine one.
+
+    Returns the two forged rows' paths, by what was done.
+    """
+    import json
+    from pathlib import Path
+
+    from leaderboard.publish import publish_reports
+    from leaderboard.stores.local import LocalStore
+
+    store = LocalStore(Path(root))
+    altered = ""
+    for path in sorted((store.root / "records" / "tiny").glob("*.json")):
+        doc = json.loads(path.read_bytes())
+        if doc["team"] == "herons":
+            doc["metrics"]["tps"] = 9999.0
+            path.write_text(json.dumps(doc, sort_keys=True) + "\n")
+            altered = path.relative_to(store.root).as_posix()
+    assert altered, "the seeded store has no herons row"
+    report = make_report(forger, team="forger", entry="fast", tps=99999.0, serial=99)
+    done = publish_reports([report], store, forger)
+    (rec,) = done.records
+    return {"altered": altered, "forged_key": f"records/tiny/{rec['record_id']}.json"}

@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from leaderboard.stores.base import RawRecord, record_bytes, record_path
 from leaderboard.stores.local import LocalStore
+from leaderboard.trust import Trust, TrustedKey
+from leaderboard.verify import GoodRow, StoreCheck, check_rows
 from leaderboard.views.web import build_site
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +43,20 @@ pytestmark = [
         reason="headless Chromium is not installed (PODIUM_REQUIRE_BROWSER unset)",
     ),
 ]
+
+
+SERVE = [sys.executable, "-m", "podium.cli.app", "leaderboard", "serve"]
+
+
+def checked(records: list[dict[str, Any]], keypair: Any) -> StoreCheck:
+    """``records`` checked against ``keypair``'s public key, as the views check them."""
+    trust = Trust((TrustedKey(keypair.key_id, keypair.public_key, "test"),))
+    return check_rows([RawRecord(record_path(r), record_bytes(r)) for r in records], trust)
+
+
+def unchecked(records: list[dict[str, Any]]) -> StoreCheck:
+    """``records`` as ``--no-verify`` passes them (nothing checked)."""
+    return StoreCheck(False, None, [GoodRow(record_path(r), r, None) for r in records])
 
 
 def free_port() -> int:
@@ -73,12 +90,12 @@ def chromium(*args: str, cwd: Path) -> str:
 
 
 def ranked_teams(dom: str) -> list[str]:
-    rows = re.findall(r'<tr[^>]*class="ranked-row"[^>]*>(.*?)</tr>', dom, flags=re.S)
+    rows = re.findall(r'<tr[^>]*class="ranked-row[^"]*"[^>]*>(.*?)</tr>', dom, flags=re.S)
     return [re.search(r'<td class="team">([^<]*)</td>', row).group(1) for row in rows]  # type: ignore[union-attr]
 
 
 def test_served_page_shows_ranked_rows_in_order_and_a_scatter(
-    seeded_store: LocalStore, tmp_path: Path
+    seeded_store: LocalStore, tmp_path: Path, key_files: tuple[Path, Path]
 ) -> None:
     port = free_port()
     proc = subprocess.Popen(
@@ -92,6 +109,8 @@ def test_served_page_shows_ranked_rows_in_order_and_a_scatter(
             seeded_store.url,
             "--port",
             str(port),
+            "--pubkey",
+            str(key_files[1]),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -124,12 +143,13 @@ def test_ten_thousand_records_render_paginated(seeded_store: LocalStore, tmp_pat
         rec = copy.deepcopy(base)
         rec["record_id"] = f"{i:032x}"
         rec["team"] = f"team-{i:05d}"
+        rec["bundle_sha256"] = f"{i:064x}"
         rec["metrics"]["tps"] = 100.0 + i
         rec["metrics"]["ppl"] = 2.2 + (i % 200) / 1000
         rec["verdict"] = "VERIFIED" if i % 5 else "REJECTED"
         records.append(rec)
     site = tmp_path / "site"
-    build_site(records, site, store="synthetic")
+    build_site(unchecked(records), site, store="synthetic")
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -156,6 +176,7 @@ def test_ten_thousand_records_render_paginated(seeded_store: LocalStore, tmp_pat
         assert len(teams) == 50 and teams[0] == "team-09999" and teams[1] == "team-09998"
         assert "page 1 of 160 (8000 rows)" in dom
         assert "10000 records" in dom
+        assert 'data-checked="0"' in dom and "NOTHING WAS CHECKED" in dom
         assert elapsed < 60
     finally:
         proc.terminate()
@@ -183,7 +204,7 @@ def test_hostile_names_and_reasons_stay_text_in_the_browser(keypair: Any, tmp_pa
         ),
     ]
     site = tmp_path / "site"
-    build_site(records, site, store="hostile")
+    build_site(checked(records, keypair), site, store="hostile")
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -209,6 +230,58 @@ def test_hostile_names_and_reasons_stay_text_in_the_browser(keypair: Any, tmp_pa
         assert "&lt;img src=x onerror=alert(1)&gt;" in dom
         assert "[/]oops [bold red]x" in dom
         assert ranked_teams(dom)[0].startswith("[/]oops")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_page_ranks_only_proven_rows_and_lists_the_forged_apart(
+    seeded_store: LocalStore, keypair: Any, key_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The forged store of test_forged_rows.py, seen through the served page."""
+    from factories import forge_store
+
+    from podium.signing import KeyPair
+
+    forged = forge_store(seeded_store.root, keypair, KeyPair.generate())
+    port = free_port()
+    proc = subprocess.Popen(
+        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--pubkey", str(key_files[1])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        assert 'data-ready="1"' in dom and 'data-checked="1"' in dom
+        assert ranked_teams(dom) == ["otters", "falcons"]
+        keys = re.findall(r'<td class="key" data-key="([^"]*)"', dom)
+        assert keys == [keypair.key_id, keypair.key_id]
+        assert re.findall(r'<tr [^>]*data-tied="1"', dom)  # tiny's noise ties the two
+        bad = dict(re.findall(r'data-kind="([^"]+)" data-path="([^"]+)"', dom))
+        assert bad == {"bad-signature": forged["altered"], "unknown-key": forged["forged_key"]}
+        assert "9,999" not in dom and "99,999" not in dom
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_page_without_verification_says_nothing_was_checked(
+    seeded_store: LocalStore, tmp_path: Path
+) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--no-verify"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        assert 'data-checked="0"' in dom and "NOTHING WAS CHECKED" in dom
+        assert set(re.findall(r'<td class="key"[^>]*>([^<]*)</td>', dom)) == {"unchecked"}
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -22,12 +22,21 @@ def invoke(*args: str):
     return runner.invoke(app, list(args), catch_exceptions=False)
 
 
-def test_show_ranks_verified_by_tps_and_lists_the_rest_apart(seeded_store: LocalStore) -> None:
-    res = invoke("leaderboard", "show", "--store", seeded_store.url, "--json")
+def test_show_ranks_verified_by_tps_and_lists_the_rest_apart(
+    seeded_store: LocalStore, key_files: tuple[Path, Path]
+) -> None:
+    key = str(key_files[1])
+    res = invoke("leaderboard", "show", "--store", seeded_store.url, "--pubkey", key, "--json")
     assert res.exit_code == 0, res.output
     (board,) = json.loads(res.stdout)["boards"]
-    ranked = [(r["rank"], r["team"], r["entry"]) for r in board["ranked"]]
-    assert ranked == [(1, "otters", "awq"), (2, "falcons", "fp8-a"), (3, "herons", "bf16")]
+    ranked = [(r["rank"], r["tied"], r["team"], r["entry"]) for r in board["ranked"]]
+    # tiny's stated noise (10 %) widens 2,500 [2,450, 2,550] and 2,100 [2,058, 2,142] until
+    # they overlap: a shared first place; 900 is beyond the noise of both
+    assert ranked == [
+        (1, True, "otters", "awq"),
+        (1, True, "falcons", "fp8-a"),
+        (3, False, "herons", "bf16"),
+    ]
     others = [(r["verdict"], r["team"], r["reason"]) for r in board["others"]]
     assert others == [
         ("UNOFFICIAL", "wrens", "not measured on the challenge's official hardware"),
@@ -35,13 +44,17 @@ def test_show_ranks_verified_by_tps_and_lists_the_rest_apart(seeded_store: Local
         ("FAILED", "moths", "rebuild: docker build failed: no such file requirements.txt"),
     ]
     every = json.loads(
-        invoke("leaderboard", "show", "--store", seeded_store.url, "--all", "--json").stdout
+        invoke(
+            "leaderboard", "show", "--store", seeded_store.url, "--all", "--pubkey", key, "--json"
+        ).stdout
     )["boards"][0]["ranked"]
     assert [r["entry"] for r in every] == ["awq", "fp8-a", "fp8-b", "bf16"]
 
 
-def test_show_for_humans_has_the_table_and_the_reasons(seeded_store: LocalStore) -> None:
-    res = invoke("leaderboard", "show", "--store", seeded_store.url)
+def test_show_for_humans_has_the_table_and_the_reasons(
+    seeded_store: LocalStore, key_files: tuple[Path, Path]
+) -> None:
+    res = invoke("leaderboard", "show", "--store", seeded_store.url, "--pubkey", str(key_files[1]))
     assert res.exit_code == 0
     out = res.stdout
     assert out.index("otters") < out.index("falcons") < out.index("herons") < out.index("lynx")
@@ -65,7 +78,7 @@ def test_verify_passes_a_clean_store_and_catches_one_altered_byte(
     assert bad.exit_code == 1
     doc = json.loads(bad.stdout)
     assert doc["good"] == 6 and [b["path"] for b in doc["bad"]] == [f"records/tiny/{victim.name}"]
-    assert "altered" in doc["bad"][0]["problem"]
+    assert doc["bad"][0]["kind"] == "bad-signature" and "altered" in doc["bad"][0]["problem"]
 
 
 def test_verify_flags_unknown_keys_moved_rows_and_broken_json(
@@ -85,19 +98,30 @@ def test_verify_flags_unknown_keys_moved_rows_and_broken_json(
         "leaderboard", "verify", "--store", seeded_store.url, "--pubkey", str(public), "--json"
     )
     assert res.exit_code == 1
-    problems = " | ".join(b["problem"] for b in json.loads(res.stdout)["bad"])
-    assert "unknown key" in problems and "belongs at" in problems and "not valid JSON" in problems
+    bad = json.loads(res.stdout)["bad"]
+    problems = " | ".join(b["problem"] for b in bad)
+    assert {b["kind"] for b in bad} == {"unknown-key", "path-mismatch", "unreadable"}
+    assert "not trusted" in problems and "belongs at" in problems and "not valid JSON" in problems
 
 
 def test_export_writes_csv_parquet_and_json(
-    seeded_store: LocalStore, tmp_path: Path, keypair: KeyPair
+    seeded_store: LocalStore, tmp_path: Path, keypair: KeyPair, key_files: tuple[Path, Path]
 ) -> None:
     import pyarrow.parquet as pq
 
     for fmt in ("csv", "parquet", "json"):
         out = tmp_path / f"lb.{fmt}"
         res = invoke(
-            "leaderboard", "export", "--store", seeded_store.url, "--format", fmt, "-o", str(out)
+            "leaderboard",
+            "export",
+            "--store",
+            seeded_store.url,
+            "--format",
+            fmt,
+            "-o",
+            str(out),
+            "--pubkey",
+            str(key_files[1]),
         )
         assert res.exit_code == 0 and out.stat().st_size > 0
     with open(tmp_path / "lb.csv", encoding="utf-8") as fh:
@@ -131,9 +155,12 @@ def test_publish_command_is_idempotent(
     assert len(LocalStore(store).list_records()) == 1
 
 
-def test_build_site_writes_a_static_space(seeded_store: LocalStore, tmp_path: Path) -> None:
+def test_build_site_writes_a_static_space(
+    seeded_store: LocalStore, tmp_path: Path, key_files: tuple[Path, Path]
+) -> None:
     out = tmp_path / "site"
-    res = invoke("leaderboard", "build-site", "--store", seeded_store.url, "-o", str(out))
+    args = ["--store", seeded_store.url, "-o", str(out), "--pubkey", str(key_files[1])]
+    res = invoke("leaderboard", "build-site", *args)
     assert res.exit_code == 0
     assert {p.name for p in out.iterdir()} == {
         "index.html",
@@ -150,7 +177,9 @@ def test_build_site_writes_a_static_space(seeded_store: LocalStore, tmp_path: Pa
 HOSTILE = "[/]oops [bold red]x\x1b[31mred\x1b[0m <img src=x onerror=alert(1)>"
 
 
-def test_show_prints_hostile_names_and_reasons_as_text(tmp_path: Path, keypair: KeyPair) -> None:
+def test_show_prints_hostile_names_and_reasons_as_text(
+    tmp_path: Path, keypair: KeyPair, key_files: tuple[Path, Path]
+) -> None:
     from factories import make_record
 
     store = LocalStore(tmp_path / "store")
@@ -167,7 +196,7 @@ def test_show_prints_hostile_names_and_reasons_as_text(tmp_path: Path, keypair: 
             ),
         ]
     )
-    res = invoke("leaderboard", "show", "--store", store.url)
+    res = invoke("leaderboard", "show", "--store", store.url, "--pubkey", str(key_files[1]))
     assert res.exit_code == 0, res.output
     assert "\x1b" not in res.stdout
     flat = " ".join(res.stdout.split())  # the table folds long cells over lines

@@ -51,7 +51,7 @@ def test_reading_back_records_keys_and_one_row(fake_hub: FakeHub, keypair: KeyPa
     assert list(store.public_keys()) == [keypair.key_id]
     assert store.get(recs[2]["record_id"]) == recs[2]
     assert store.get("f" * 32) is None
-    assert verify_store(store, [keypair.public_key]).good == 7
+    assert len(verify_store(store, [keypair.public_key]).good) == 7
     assert keypair.key_id in fake_hub.files(REPO)["README.md"].decode()
 
 
@@ -127,4 +127,4 @@ def test_eight_processes_publishing_to_the_hub_lose_nothing(
     for status in (412, 409, 429):
         assert fake_hub.stats[f"injected:commit:{status}"] > 0
     check = verify_store(open_store(url), [keypair.public_key])
-    assert check.ok and check.good == 400
+    assert check.ok and len(check.good) == 400

@@ -67,4 +67,4 @@ def test_eight_processes_publishing_fifty_records_each_lose_nothing(
     assert len(raw) == 400
     for item in raw:
         verify_record(json.loads(item.data), keypair.public_key)
-    assert verify_store(store, [keypair.public_key]).good == 400
+    assert len(verify_store(store, [keypair.public_key]).good) == 400

@@ -1,14 +1,15 @@
 // podium leaderboard page: vanilla JS, no dependencies, nothing fetched but records.json.
-// Ranking follows leaderboard/ranking.py: per challenge, VERIFIED rows by median TPS
-// (highest first; ties to the earlier verification, then record id), best row per team
-// unless unticked; other verdicts listed apart, newest first within each verdict.
+// It draws what the server computed (leaderboard/views/web.py records_document): only rows
+// whose signature checked against a trusted key are in `records`; `boards` ranks them
+// (leaderboard/ranking.py: median order, shared ranks within the noise, runs of one bundle
+// as one entry); `unverified` lists every row that failed, with why. Nothing is ranked here.
 // Record text comes from participants: it is only ever set with textContent.
 "use strict";
 
 const PAGE = 50;
 const OTHER_ORDER = ["UNOFFICIAL", "PENDING", "REJECTED", "FAILED"];
 const COLORS = { VERIFIED: "#2f855a", UNOFFICIAL: "#b7791f", PENDING: "#718096", REJECTED: "#c53030", FAILED: "#553c9a" };
-const state = { records: [], challenge: null, verdict: "ALL", best: true, team: "", pages: { ranked: 0, others: 0 }, selected: null, points: [] };
+const state = { doc: null, records: [], byId: new Map(), challenge: null, verdict: "ALL", best: true, team: "", pages: { ranked: 0, others: 0 }, selected: null, points: [] };
 const $ = (id) => document.getElementById(id);
 const T0 = performance.now();
 
@@ -25,25 +26,14 @@ function svgEl(tag, attrs) {
 }
 const num = (v) => (typeof v === "number" && isFinite(v) ? v : null);
 const fmt = (v, d) => (num(v) === null ? "-" : v.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }));
-const tpsOf = (r) => (num((r.metrics || {}).tps) === null ? -Infinity : r.metrics.tps);
 const cmpStr = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
-
-function rankCmp(a, b) {
-  return (tpsOf(b) - tpsOf(a)) || cmpStr(String(a.verified_at || ""), String(b.verified_at || "")) ||
-    cmpStr(String(a.record_id || ""), String(b.record_id || ""));
-}
+const keyOf = (r) => String((r.signature || {}).key_id || "");
 
 function board() {
+  const b = (state.doc.boards || {})[state.challenge] || { best: [], all: [], others: [] };
   const rows = state.records.filter((r) => (r.challenge || {}).id === state.challenge);
-  let verified = rows.filter((r) => r.verdict === "VERIFIED").sort(rankCmp);
-  if (state.best) {
-    const seen = new Set();
-    verified = verified.filter((r) => (seen.has(r.team) ? false : (seen.add(r.team), true)));
-  }
-  const ranked = verified.map((r, i) => ({ rank: i + 1, record: r }));
-  const others = rows.filter((r) => r.verdict !== "VERIFIED").sort((a, b) =>
-    (OTHER_ORDER.indexOf(a.verdict) - OTHER_ORDER.indexOf(b.verdict)) ||
-    cmpStr(String(b.verified_at || ""), String(a.verified_at || "")));
+  const ranked = (state.best ? b.best : b.all).map((e) => ({ ...e, record: state.byId.get(e.runs[0]) })).filter((e) => e.record);
+  const others = (b.others || []).map((id) => state.byId.get(id)).filter(Boolean);
   return { rows, ranked, others };
 }
 
@@ -66,9 +56,9 @@ function pager(id, key, total) {
   nav.append(prev, el("span", {}, `page ${state.pages[key] + 1} of ${pages} (${total} rows)`), next);
 }
 
-function selectRow(record) {
+function selectRow(record, entry) {
   state.selected = record ? record.record_id : null;
-  renderDetails(record);
+  renderDetails(record, entry);
   document.querySelectorAll("tbody tr").forEach((tr) =>
     tr.classList.toggle("selected", tr.dataset.recordId === state.selected));
   drawSelection();
@@ -80,16 +70,35 @@ function renderRanked(ranked) {
   pager("ranked-pager", "ranked", visible.length);
   const start = state.pages.ranked * PAGE;
   const frag = document.createDocumentFragment();
-  for (const { rank, record: r } of visible.slice(start, start + PAGE)) {
-    const m = r.metrics || {};
-    const ci = Array.isArray(m.tps_ci95) ? ` [${fmt(m.tps_ci95[0], 1)}, ${fmt(m.tps_ci95[1], 1)}]` : "";
-    const tr = el("tr", { "data-record-id": r.record_id, "data-rank": rank, class: "ranked-row" });
-    tr.append(el("td", { class: "num" }, rank), el("td", { class: "team" }, r.team), el("td", {}, r.entry),
-      el("td", { class: "num" }, fmt(m.tps, 1) + ci), el("td", { class: "num" }, fmt(m.ppl, 3)),
-      el("td", { class: "num" }, fmt(m.ppl_cap, 3)),
+  for (const e of visible.slice(start, start + PAGE)) {
+    const r = e.record, m = r.metrics || {};
+    const single = e.runs.length === 1 && Array.isArray(m.tps_ci95);
+    const ci = single ? ` [${fmt(m.tps_ci95[0], 1)}, ${fmt(m.tps_ci95[1], 1)}]` : "";
+    const runs = e.runs.length === 1 ? "1" : `${e.runs.length} (spread ${fmt(100 * e.spread, 1)}%)`;
+    const tr = el("tr", { "data-record-id": r.record_id, "data-rank": e.rank, "data-tied": e.tied ? "1" : "0", "data-runs": e.runs.length, class: "ranked-row" + (e.tied ? " tied" : "") });
+    const rank = el("td", { class: "num rank", title: e.tied ? "shares this rank: cannot be told apart from another entry within the noise" : "" }, (e.tied ? "=" : "") + e.rank);
+    tr.append(rank, el("td", { class: "team" }, r.team), el("td", {}, r.entry),
+      el("td", { class: "num" }, fmt(e.tps, 1) + ci), el("td", { class: "num runs" }, runs),
+      el("td", { class: "num" }, fmt(m.ppl, 3)), el("td", { class: "num" }, fmt(m.ppl_cap, 3)),
       el("td", { class: "num" }, num(m.speedup) === null ? "-" : fmt(m.speedup, 2) + "x"),
+      el("td", { class: "key", "data-key": state.doc.checked ? keyOf(r) : "", title: state.doc.checked ? `signed by trusted key ${keyOf(r)}` : "not checked (--no-verify)" },
+        state.doc.checked ? keyOf(r).slice(0, 8) + "…" : "unchecked"),
       el("td", {}, String(r.verified_at || "").slice(0, 10)));
-    tr.onclick = () => selectRow(r);
+    tr.onclick = () => selectRow(r, e);
+    frag.append(tr);
+  }
+  tbody.replaceChildren(frag);
+}
+
+function renderUnverified() {
+  const bad = (state.doc.unverified || []).filter((b) => b.challenge === state.challenge || !b.challenge);
+  $("unverified-section").hidden = bad.length === 0;
+  const tbody = $("unverified").tBodies[0];
+  const frag = document.createDocumentFragment();
+  for (const b of bad) {
+    const tr = el("tr", { class: "unverified-row", "data-kind": b.kind, "data-path": b.path });
+    tr.append(el("td", { class: "kind" }, b.kind), el("td", { class: "team" }, b.team || "?"),
+      el("td", {}, b.entry || "?"), el("td", { class: "reason" }, b.problem), el("td", { class: "path" }, b.path));
     frag.append(tr);
   }
   tbody.replaceChildren(frag);
@@ -113,7 +122,7 @@ function renderOthers(others) {
   tbody.replaceChildren(frag);
 }
 
-function renderDetails(r) {
+function renderDetails(r, entry) {
   const box = $("details");
   box.replaceChildren(el("h2", {}, "Details"));
   if (!r) { box.append(el("p", { class: "muted" }, "Click a row or a point.")); return; }
@@ -136,7 +145,13 @@ function renderDetails(r) {
   add("verified at", r.verified_at);
   add("podium", r.toolkit_version);
   add("record / report", `${r.record_id} / ${r.report_id}`);
-  add("signed by key", (r.signature || {}).key_id);
+  add("signed by key", state.doc.checked ? keyOf(r) + " (checked)" : keyOf(r) + " (NOT checked: --no-verify)");
+  if (entry) {
+    add("rank", `${entry.tied ? "=" : ""}${entry.rank}: interval ${fmt(entry.interval[0], 1)} – ${fmt(entry.interval[1], 1)} TPS after widening by ${fmt(100 * entry.noise, 1)}%`);
+    if (entry.runs.length > 1) {
+      add("runs", entry.runs.map((id) => { const x = state.byId.get(id) || {}; return `${fmt((x.metrics || {}).tps, 1)} (${String(x.verified_at || "").slice(0, 10)})`; }).join(", ") + `; spread ${fmt(100 * entry.spread, 1)}%`);
+    }
+  }
   box.append(dl, el("h2", {}, "Engine config"), el("pre", {}, JSON.stringify(eng.config || {}, null, 2)));
   box.append(el("h2", {}, `Findings (${(r.findings || []).length})`));
   const ul = el("ul");
@@ -245,16 +260,31 @@ function render() {
   $("others-section").hidden = !showOthers;
   renderRanked(showRanked ? ranked : []);
   renderOthers(showOthers ? others : []);
+  renderUnverified();
   renderScatter(rows);
-  $("status").textContent = `${state.records.length} records, ${ranked.length} ranked in ${state.challenge}`;
+  const bad = (state.doc.unverified || []).length;
+  $("status").textContent = `${state.records.length} records, ${ranked.length} ranked in ${state.challenge}` + (bad ? `, ${bad} unverified` : "");
   document.body.dataset.ready = "1";
   document.body.dataset.renderMs = String(Math.round(performance.now() - T0));
 }
 
-function setup(records) {
-  state.records = records;
+function renderTrust(doc) {
+  const box = $("trust");
+  box.classList.toggle("unchecked", !doc.checked);
+  box.dataset.checked = doc.checked ? "1" : "0";
+  box.textContent = doc.checked
+    ? `${doc.summary}. Check them yourself with podium leaderboard verify --store STORE --pubkey KEY.`
+    : doc.summary;
+}
+
+function setup(doc) {
+  state.doc = doc;
+  state.records = doc.records || [];
+  state.byId = new Map(state.records.map((r) => [r.record_id, r]));
+  renderTrust(doc);
   const counts = new Map();
-  for (const r of records) counts.set((r.challenge || {}).id, (counts.get((r.challenge || {}).id) || 0) + 1);
+  for (const r of state.records) counts.set((r.challenge || {}).id, (counts.get((r.challenge || {}).id) || 0) + 1);
+  for (const b of doc.unverified || []) if (b.challenge && !counts.has(b.challenge)) counts.set(b.challenge, 0);
   const ids = [...counts.keys()].sort();
   const sel = $("challenge");
   sel.replaceChildren(...ids.map((id) => el("option", { value: id }, `${id} (${counts.get(id)})`)));
@@ -272,5 +302,5 @@ function setup(records) {
 
 fetch("records.json", { cache: "no-store" })
   .then((r) => { if (!r.ok) throw new Error(`records.json: HTTP ${r.status}`); return r.json(); })
-  .then((doc) => setup(Array.isArray(doc) ? doc : doc.records || []))
+  .then((doc) => setup(doc))
   .catch((err) => { $("status").textContent = `could not load records: ${err.message}`; document.body.dataset.ready = "error"; });
