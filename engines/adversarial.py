@@ -163,7 +163,8 @@ class Degraded(BaselineEngine):
         with torch.no_grad():
             for name, p in self.model.named_parameters():
                 if p.dim() == 2 and "embed" not in name:
-                    noise = torch.randn(p.shape, generator=g) * p.detach().float().std() * scale
+                    std = float(p.detach().float().std())  # a number: the weights may be on a GPU
+                    noise = torch.randn(p.shape, generator=g) * std * scale
                     p.add_(noise.to(p.dtype).to(p.device))
 
 

@@ -123,10 +123,11 @@ class ProcessRunner:
         env.update(self.env)
         if self.bundle is not None:
             env.update(self.bundle.env)
-        if self.engine_root is not None:
-            env["PYTHONPATH"] = str(self.engine_root)
-        else:  # podium's own shipped engine package
-            env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        # the engine's code first, then whatever the verifier's own Python is given
+        root = self.engine_root or Path(__file__).resolve().parents[2]  # None: podium's own
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p
+        )
         if drafter_dir is not None:
             env["DRAFTER_PATH"] = str(drafter_dir)
         cmd = [sys.executable, "-m", "engines.baseline"]

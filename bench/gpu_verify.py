@@ -1,0 +1,291 @@
+"""Whole verifications on a CUDA GPU, as an organizer without Docker runs them there.
+
+    python -m bench.gpu_verify --out DIR               # every row: honest x3, cheats x1
+    python -m bench.gpu_verify --only fp32,W=16 --runs 1
+    python -m bench.gpu_verify --jobs 3                 # three verifications at a time
+
+Each row is ``examples/tiny-baseline`` with the row's knobs in ``[engine.config]``
+(``DEVICE = "cuda"`` always) and its environment in ``[engine.env]`` (``ENGINE_CLASS``
+for the cheats and for the undeclared approximation), packaged with no Docker
+(``--base-digest``, ``--no-build``), then verified by ``podium verify BUNDLE --runner
+process`` in a process of its own, exactly as a person runs it, on the GPU variant of the
+``tiny`` challenge: the shipped spec with its hardware set to the GPU this machine has and
+its reference on ``cuda`` (float32), every bound as shipped. The process runner has no
+sandbox, so an honest row ends UNOFFICIAL; what a row must show is that no check fails
+on an honest run (no ``fail``, no ``error``, no failure) and that every cheat is
+REJECTED.
+
+The results (one summary per run, in ``bench.calibrate``'s row format, plus each run's
+stage times and the reference's self-test) go to ``DIR/gpu_verify.json`` after every run,
+so a run cut short still leaves what it measured. ``--jobs`` above 1 runs verifications
+side by side: a run that another's engine made unclean (``env.gpu-busy`` at
+``environment``) is run again alone at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.calibrate import Row, make_source, summarise
+from bench.common import REPO_ROOT, machine
+
+ZERO_DIGEST = "sha256:" + "0" * 64
+RESULT = "gpu_verify.json"
+
+
+def rows() -> list[Row]:
+    """Honest rows (the levers the rules allow, declared or not) and the cheats a process
+    runner can host."""
+    honest = [
+        Row("fp32", "honest"),
+        Row("bf16", "honest", config={"DTYPE": "bfloat16"}),
+        Row("W=24", "honest", config={"SLIDING_WINDOW": 24}),
+        Row("W=16", "honest", config={"SLIDING_WINDOW": 16}),
+        Row("int8", "honest", config={"QUANTIZATION": "int8"}),
+        Row(
+            "undeclared W=24",
+            "honest",
+            engine="engines.cheats:Undeclared",
+            env={"UNDECLARED_WINDOW": "24"},
+        ),
+    ]
+    cheats = [
+        Row(name, "cheat", engine=f"engines.cheats:{name}")
+        for name in ("DecodeWindow", "FlatterLogprobs", "FlatterSomeRecords", "ReplayShaped")
+    ]
+    cheats.append(
+        Row(
+            "DecodeWindow 24/12",
+            "cheat",
+            engine="engines.cheats:DecodeWindow",
+            env={"CHEAT_SCORE_WINDOW": "24", "CHEAT_WINDOW": "12"},
+        )
+    )
+    cheats += [
+        Row(name, "cheat", engine=f"engines.adversarial:{name}")
+        for name in (
+            "SwitchPath",
+            "ScaledLogprobs",
+            "ForgedChat",
+            "SometimesCheap",
+            "CachedReplies",
+            "Degraded",
+        )
+    ]
+    return honest + cheats
+
+
+def gpu_spec(where: Path) -> Path:
+    """The tiny spec with this machine's GPU as its hardware and the reference on cuda."""
+    import torch
+
+    spec = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
+    spec["title"] = "Tiny Gemma (GPU variant, bench.gpu_verify)"
+    spec["hardware"] = {
+        "accelerator": "gpu",
+        "gpu_name": torch.cuda.get_device_name(0),
+        "gpu_count": 1,
+    }
+    spec["reference"] = {**spec["reference"], "device": "cuda", "dtype": "float32"}
+    path = where / "tiny-gpu.json"
+    path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    return path
+
+
+def _podium(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "podium.cli.app", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO_ROOT,
+    )
+
+
+def package_row(row: Row, spec: Path, where: Path) -> Path:
+    """The row's bundle, packaged as a participant would on a machine with no Docker."""
+    src = make_source(row, where)
+    toml = (src / "podium.toml").read_text(encoding="utf-8")
+    toml = toml.replace('DEVICE = "cpu"', 'DEVICE = "cuda"')
+    env = {"ENGINE_CLASS": row.engine, **row.env}
+    lines = "".join(f"{k} = {json.dumps(v)}\n" for k, v in env.items())
+    toml = toml.replace("[engine.env]\n", "[engine.env]\n" + lines, 1)
+    (src / "podium.toml").write_text(toml, encoding="utf-8")
+    dist = where / "dist"
+    done = _podium(
+        "submission",
+        "package",
+        str(src),
+        "-o",
+        str(dist),
+        "--challenge",
+        str(spec),
+        "--base-digest",
+        ZERO_DIGEST,
+        "--no-build",
+        "--force",
+        "--json",
+        timeout=300,
+    )
+    bundles = sorted(dist.glob("*.tar.gz"))
+    if done.returncode != 0 or not bundles:
+        said = done.stdout[-800:] + done.stderr[-800:]
+        raise RuntimeError(f"{row.name}: packaging failed: {said}")
+    return bundles[0]
+
+
+def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
+    """One ``podium verify --runner process`` of the row; its summary and its stages."""
+    bundle = package_row(row, spec, where)
+    out = where / "out"
+    t0 = time.perf_counter()
+    done = _podium(
+        "verify",
+        str(bundle),
+        "--runner",
+        "process",
+        "--challenge",
+        str(spec),
+        "-o",
+        str(out),
+        "--json",
+        timeout=900,
+    )
+    wall_s = time.perf_counter() - t0
+    report_path = out / "report.json"
+    if not report_path.is_file():
+        raise RuntimeError(f"{row.name}: no report (exit {done.returncode}): {done.stderr[-800:]}")
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    log = out / "engine.log"
+    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    quality = json.loads(spec.read_text())["quality"]
+    model_ppl = float(quality["reference_ppl"])
+    summary = summarise(
+        row, report, model_ppl=model_ppl, cap=model_ppl * float(quality["max_ratio"]), log=text
+    )
+    failing = [
+        {"id": c["id"], "status": c["status"], "summary": c["summary"]}
+        for c in report.get("checks", [])
+        if c.get("status") in ("fail", "error")
+    ]
+    self_test = next(
+        (c for c in report.get("checks", []) if c.get("id") == "reference.self-test"), None
+    )
+    attention = [line for line in text.splitlines() if line.startswith("attention self-test")]
+    return {
+        **summary,
+        "run": run,
+        "exit_code": done.returncode,
+        "podium_verify_s": round(wall_s, 2),
+        "stages": {s["name"]: s["seconds"] for s in report.get("stages", [])},
+        "failing_checks": failing,
+        "reference_self_test": (self_test or {}).get("details"),
+        "engine_attention": attention[-1] if attention else None,
+        "ok": _ok(row, report, failing),
+    }
+
+
+def _ok(row: Row, report: dict[str, Any], failing: list[dict[str, Any]]) -> bool:
+    if row.kind == "cheat":
+        return report.get("verdict") == "REJECTED"
+    return report.get("failure") is None and not failing and report.get("verdict") != "REJECTED"
+
+
+def _busy(result: dict[str, Any]) -> bool:
+    return result.get("failure_stage") == "environment" and "GPU" in str(result.get("failure"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu_verify", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "out/gpu"))
+    parser.add_argument("--runs", type=int, default=3, help="runs of each honest row")
+    parser.add_argument("--cheat-runs", type=int, default=1, help="runs of each cheat")
+    parser.add_argument("--jobs", type=int, default=1, help="verifications side by side")
+    parser.add_argument("--only", default="", help="comma-separated row names")
+    args = parser.parse_args(argv)
+    chosen = [r for r in rows() if not args.only or r.name in args.only.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="podium-gpu-verify-"))
+    spec = gpu_spec(work)
+    plan = [
+        (row, run)
+        for row in chosen
+        for run in range(1, (args.runs if row.kind == "honest" else args.cheat_runs) + 1)
+    ]
+    results: list[dict[str, Any]] = []
+    started = time.perf_counter()
+
+    def one(item: tuple[Row, int]) -> dict[str, Any]:
+        row, run = item
+        where = work / f"{row.name.replace(' ', '_').replace('/', '-')}-{run}"
+        where.mkdir()
+        try:
+            result = verify_once(row, run, spec, where)
+        except Exception as exc:  # a row that could not even run is a result too
+            result = {
+                "name": row.name,
+                "kind": row.kind,
+                "run": run,
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+        print(_line(result), flush=True)
+        return result
+
+    def save() -> None:
+        document = {
+            "machine": {**machine(), "gpu": json.loads(spec.read_text())["hardware"]},
+            "command": "python -m bench.gpu_verify " + " ".join(argv or sys.argv[1:]),
+            "wall_s": round(time.perf_counter() - started, 1),
+            "runs": sorted(results, key=lambda r: (r["kind"], r["name"], r["run"])),
+        }
+        (args.out / RESULT).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for result in pool.map(one, plan):
+            results.append(result)
+            save()
+    again = [r for r in results if _busy(r)]
+    for result in again:  # made unclean by a neighbour: alone now
+        row = next(r for r in chosen if r.name == result["name"])
+        results.remove(result)
+        results.append(one((row, result["run"])))
+        save()
+    bad = [r for r in results if not r["ok"]]
+    print(
+        f"{len(results) - len(bad)} of {len(results)} runs as expected "
+        f"({time.perf_counter() - started:.0f} s)",
+        flush=True,
+    )
+    shutil.rmtree(work, ignore_errors=True)
+    return 1 if bad else 0
+
+
+def _line(r: dict[str, Any]) -> str:
+    if "error" in r:
+        return f"{r['name']:<22} run {r['run']}  ERROR {r['error'][:200]}"
+    gap = r.get("mean_gap")
+    allowed = (r.get("allowance") or {}).get("mean")
+    return (
+        f"{r['name']:<22} run {r['run']}  {r['verdict']:<10} ok={r['ok']!s:<5} "
+        f"ppl={r['ppl'] or 0:.3f} gap={gap if gap is not None else '-'}/"
+        f"{allowed if allowed is not None else '-'} errors={','.join(r['errors']) or '-'} "
+        f"failing={[c['id'] for c in r['failing_checks']]} {r['podium_verify_s']:.0f}s"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
