@@ -91,7 +91,5 @@ def test_the_margin_rows_are_honest_undeclared_approximations_and_double_spender
     assert {r.engine for r in spenders} == {"engines.cheats:DecodeWindow"}
     # pairs whose decode alone breaks the cap are among them, and every one scores milder
     assert any(r.decode_ratio and r.decode_ratio > CAP_RATIO for r in spenders)
-    assert all(
-        int(r.env["CHEAT_SCORE_WINDOW"]) > int(r.env["CHEAT_WINDOW"]) for r in spenders
-    )
+    assert all(int(r.env["CHEAT_SCORE_WINDOW"]) > int(r.env["CHEAT_WINDOW"]) for r in spenders)
     assert {r.name for r in rows} <= {r.name for r in calibrate.rows()}
