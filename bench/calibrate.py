@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import margins
 from bench.common import REPO_ROOT, RESULTS_DIR, machine
+from bench.margins import positions
 
 RESULT = RESULTS_DIR / "calibration.json"
 DOCS = REPO_ROOT / "docs" / "benchmarks.md"
@@ -53,6 +55,7 @@ DOCS = REPO_ROOT / "docs" / "benchmarks.md"
 HEADING = "## 7. Calibration of the reference checks"
 DECODE = "integrity.reference-decode"
 CACHING = "integrity.caching"
+SAME_PATH = "integrity.same-path"
 UNSTABLE = "tps.unstable"
 COMMAND = "python -m bench.calibrate"
 
@@ -71,6 +74,10 @@ class Row:
     #: the example it packages: tiny-baseline (a process standing in for the sandbox) or
     #: tiny-vllm (real vLLM from podium/vllm-cpu, in the Docker sandbox)
     example: str = "tiny-baseline"
+    #: a trust-margin row (``margin_rows``): the PPL ratio of the model it decodes with,
+    #: measured alone (``DECODE_RATIO``), so the table says whether its decode alone
+    #: would break the cap
+    decode_ratio: float | None = None
 
     @property
     def vllm(self) -> bool:
@@ -89,6 +96,70 @@ VLLM_ROWS: dict[str, dict[str, Any]] = {
     "fp8 weights": {"QUANTIZATION": "fp8"},
     "fp8 weights bf16": {"QUANTIZATION": "fp8", "DTYPE": "bfloat16"},
 }
+
+
+#: the tiny model's PPL ratio with its sliding window cut to W, on every path (the
+#: ``W=`` rows of this table; 48 measured by the margin rows), and with weights rounded
+DECODE_RATIO: dict[str, float] = {
+    "W=48": 1.0031,
+    "W=32": 1.0083,
+    "W=24": 1.0125,
+    "W=16": 1.0372,
+    "W=12": 1.0651,
+    "W=8": 1.1219,
+    "int8": 1.0015,
+    "int4": 1.4062,
+}
+
+
+def margin_rows() -> list[Row]:
+    """Issue 26's rows: honest approximations the entry does not declare (the reference
+    runs the unmodified model and judges them by the quality budget alone), and double
+    spenders that score with one window and decode with a harsher one. Every row is
+    ``examples/tiny-baseline`` with podium's engines and the row's environment; nothing
+    in it depends on the device, so a GPU driver runs the same list."""
+    undeclared = "engines.cheats:Undeclared"
+    out = [
+        Row(
+            f"undeclared W={w}",
+            "honest",
+            engine=undeclared,
+            env={"UNDECLARED_WINDOW": str(w)},
+            decode_ratio=DECODE_RATIO[f"W={w}"],
+        )
+        for w in (48, 32, 24, 16, 12)
+    ]
+    out += [
+        Row(
+            f"undeclared {q}",
+            "honest",
+            engine=undeclared,
+            env={"UNDECLARED_QUANT": q},
+            decode_ratio=DECODE_RATIO[q],
+        )
+        for q in ("int8", "int4")
+    ]
+    out.append(
+        Row(
+            "undeclared int8 W=24",
+            "honest",
+            engine=undeclared,
+            env={"UNDECLARED_QUANT": "int8", "UNDECLARED_WINDOW": "24"},
+            decode_ratio=DECODE_RATIO["W=24"],
+        )
+    )
+    pairs = [(64, 12), (32, 12), (24, 12), (16, 12), (16, 8), (24, 8), (32, 16), (24, 16)]
+    out += [
+        Row(
+            f"spender {a}/{b}",
+            "cheat",
+            engine="engines.cheats:DecodeWindow",
+            env={"CHEAT_SCORE_WINDOW": str(a), "CHEAT_WINDOW": str(b)},
+            decode_ratio=DECODE_RATIO[f"W={b}"],
+        )
+        for a, b in pairs
+    ]
+    return out
 
 
 def rows() -> list[Row]:
@@ -140,7 +211,7 @@ def rows() -> list[Row]:
             env={"ADVERSARY_HONEST_IDS": "1"},
         )
     )
-    return honest + cheats
+    return honest + cheats + margin_rows()
 
 
 #: engines of engines/adversarial.py left out, and why
@@ -330,6 +401,11 @@ def summarise(
         "no_repeat": caching.get("status") == "pass"
         and "no timed request repeats" in str(caching.get("summary", "")),
     }
+    out["bounds"] = positions(report)
+    out["decode_ratio"] = row.decode_ratio
+    out["mean_self_gap"] = ((_check(report, SAME_PATH) or {}).get("details") or {}).get(
+        "mean_self_gap"
+    )
     out["expected"], out["meets"] = expectation(out, cap)
     # an unstable clock is the machine's noise, not the trust checks' judgement: what the
     # verdict would be from every other check, so a noisy row shows what it calibrates
@@ -482,8 +558,57 @@ the cap); the allowances are `integrity.reference_decode`'s arithmetic on it
 {result["cap"]:.4f}. A window is reproduced by the reference (judged against the
 windowed model), as is a declared dtype; quantisation is judged against the budget.
 
-{markdown_table(summaries)}
+{markdown_table([s for s in summaries if s.get("decode_ratio") is None])}
 {verdict_line} Left out: {"; ".join(f"`{k}` ({v})" for k, v in LEFT_OUT.items())}.
+{margin_section(result)}"""
+
+
+def margin_section(result: dict[str, Any]) -> str:
+    """The trust-margin rows (``margin_rows``): each row's position at each bound, and
+    the separation between honest rows inside the cap and double spenders over it."""
+    rows_ = [s for s in result["rows"] if s.get("decode_ratio") is not None]
+    if not rows_:
+        return ""
+    cap_ratio = result["cap"] / result["model_ppl"]
+    sep = margins.separation(rows_, cap_ratio)
+    per = sep["per_bound"]
+
+    def pos(value: Any) -> str:
+        return "–" if value is None else f"{value:.2f}"
+
+    bound_lines = "\n".join(
+        f"| `{k}` | {what} | {pos(per[k]['honest_max'])} | {pos(per[k]['spender_min'])} "
+        f"| {pos(per[k]['spender_max'])} |"
+        for k, what in margins.BOUNDS.items()
+    )
+    deciding = ", ".join(
+        f"{name}: `{d['bound']}` {pos(d['position'])}" for name, d in sep["deciding"].items()
+    )
+    return f"""
+### Trust margins: undeclared approximations and double spenders
+
+`{COMMAND} --only` with the names of `margin_rows()` (`bench/calibrate.py`; positions by
+`bench/margins.py`). *Honest* rows run `engines.cheats:Undeclared`: the approximation on
+every path, not declared, so the reference runs the unmodified model and judges it by
+the budget. *Cheat* rows run `engines.cheats:DecodeWindow`: scoring with window
+`CHEAT_SCORE_WINDOW`, decoding with the harsher `CHEAT_WINDOW`. *Decode alone* is the
+PPL ratio of the model it decodes with (the `W=` rows above; the cap is
+{cap_ratio:.2f}). Each bound column is the row's value over what the bound allows
+(1 = the bound); `–`: not judged.
+
+{margins.markdown_table(rows_, cap_ratio)}
+Per bound, the highest position of an honest row inside the cap and the lowest and
+highest of a double spender whose decode alone breaks the cap:
+
+| bound | what | honest max | spender min | spender max |
+| --- | --- | ---: | ---: | ---: |
+{bound_lines}
+
+Every honest row inside the cap at or below {margins.HONEST_MAX} of every allowance:
+**{"yes" if sep["honest_ok"] else "no"}** (its worst position {pos(sep["honest_worst"])}).
+Every double spender over the cap at or above {margins.SPENDER_MIN} of one allowance:
+**{"yes" if sep["spenders_ok"] else "no"}** (weakest {pos(sep["spender_weakest"])}).
+Deciding bound of each: {deciding}.
 """
 
 

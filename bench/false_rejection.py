@@ -3,6 +3,8 @@
     python -m bench.false_rejection --runs 20                  # the sample, quiet machine
     python -m bench.false_rejection --runs 3 --hog 2    # 2 CPU hogs switching on and off
     python -m bench.false_rejection --runs 20 --example tiny-vllm
+    python -m bench.false_rejection --runs 20 --undeclared   # issue 26's honest rows
+    python -m bench.false_rejection --runs 20 --undeclared "undeclared W=16,undeclared int8"
 
 Each run is the real pipeline on the tiny challenge exactly as an organizer runs it: the
 sample submission packaged once, rebuilt without cache, run in the Docker sandbox, the
@@ -11,6 +13,11 @@ the reference stage on the verifier's own model. Per run it records the verdict,
 check's status, and the margins of the calibrated checks (the reference decode's gaps,
 the PPL deltas, the trials' CV and how many trials ran), so the
 distance from each bound is visible, not only the verdict.
+
+``--undeclared [NAMES]`` runs, instead of the sample submission, the honest undeclared
+approximations of ``bench.calibrate.margin_rows()`` that are inside the PPL cap (or the
+ones named), each ``--runs`` times, as the calibration runs them (a process runner that
+stands in for the sandbox; fresh seeds every run): none may be REJECTED.
 
 ``--hog N`` starts N busy processes that run for 3 s and pause for 3 s, over and over,
 for the whole run: a loaded machine. Honest runs must then never be REJECTED (a noisy
@@ -142,13 +149,88 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def undeclared_rows(names: str) -> list[Any]:
+    """The honest margin rows inside the cap (a comma-separated list of names: those)."""
+    from bench.calibrate import margin_rows
+
+    honest = [r for r in margin_rows() if r.kind == "honest"]
+    if names:
+        wanted = {n.strip() for n in names.split(",") if n.strip()}
+        unknown = wanted - {r.name for r in honest}
+        if unknown:
+            raise SystemExit(f"unknown honest margin rows {sorted(unknown)}")
+        return [r for r in honest if r.name in wanted]
+    return [r for r in honest if r.decode_ratio is not None and r.decode_ratio <= 1.05]
+
+
+def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
+    """Each honest undeclared row ``args.runs`` times; verdicts and margins per row."""
+    from bench.calibrate import verify_row
+
+    out: dict[str, Any] = {}
+    for row in undeclared_rows(args.undeclared):
+        runs: list[dict[str, Any]] = []
+        for i in range(args.runs):
+            with tempfile.TemporaryDirectory(prefix="podium-frr-") as tmp:
+                done = verify_row(row, Path(tmp))
+            report = done["report"]
+            entry = {
+                "run": i,
+                "verdict": report.get("verdict"),
+                "wall_s": done["wall_s"],
+                "error_findings": sorted(
+                    {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
+                ),
+                "self_gap": next(
+                    (
+                        (c.get("details") or {}).get("mean_self_gap")
+                        for c in report["checks"]
+                        if c["id"] == "integrity.same-path"
+                    ),
+                    None,
+                ),
+                **_margins(report),
+            }
+            runs.append(entry)
+            print(json.dumps({"row": row.name, **entry}), flush=True)
+        verdicts = [r["verdict"] for r in runs]
+        out[row.name] = {
+            "env": row.env,
+            "runs": len(runs),
+            "verdicts": {v: verdicts.count(v) for v in sorted(set(verdicts))},
+            "false_rejections": sum(1 for v in verdicts if v == "REJECTED"),
+            "per_run": runs,
+        }
+    return {
+        "challenge": "tiny",
+        "runner": "process (tests/sandbox_double.py), as bench.calibrate",
+        "rows": out,
+        "false_rejections": sum(r["false_rejections"] for r in out.values()),
+        "runs": sum(r["runs"] for r in out.values()),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.false_rejection", description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--hog", type=int, default=0, help="busy processes, 3 s on / 3 s off")
     parser.add_argument("--example", default="tiny-baseline", help="a folder of examples/")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--undeclared",
+        nargs="?",
+        const="",
+        default=None,
+        help="run the honest undeclared approximations of bench.calibrate.margin_rows() "
+        "(inside the cap, or the comma-separated names given) instead of the sample",
+    )
     args = parser.parse_args(argv)
+    if args.undeclared is not None:
+        result = {"machine": machine(), **run_undeclared(args)}
+        target = args.out or RESULTS_DIR / "false_rejection-undeclared.json"
+        target.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"{result['false_rejections']} REJECTED over {result['runs']} runs; wrote {target}")
+        return 0
     result = {"machine": machine(), **run(args)}
     name = f"false_rejection-{args.example}" + (f"-hog{args.hog}" if args.hog else "") + ".json"
     target = args.out or RESULTS_DIR / name

@@ -24,6 +24,9 @@ from typing import Any
 REPRODUCED = ("SLIDING_WINDOW", "DTYPE")
 #: lossy knobs the reference cannot reproduce: judged against the quality budget
 BUDGETED = ("QUANTIZATION", "KV_CACHE_DTYPE", "CALCULATE_KV_SCALES")
+#: the budgeted knobs that change only what decoding reads back (a KV cache): with one
+#: declared, an honest decode may differ from the engine's own scoring by what it loses
+KV_CACHE = ("KV_CACHE_DTYPE", "CALCULATE_KV_SCALES")
 _DTYPES = {"float32", "bfloat16", "float16"}
 _DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 

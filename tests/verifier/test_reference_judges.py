@@ -34,10 +34,13 @@ def answer(gaps: list[float], key: str = "0.0.0") -> AnswerScore:
 
 
 def evidence(
-    answers: list[AnswerScore], excess: float, *, budgeted: bool = False
+    answers: list[AnswerScore], excess: float, *, budgeted: bool = False, kv: bool = False
 ) -> ReferenceEvidence:
-    """One PPL record of 1,000 tokens whose engine NLL exceeds the reference's by ``excess``."""
-    config = {"QUANTIZATION": "int4"} if budgeted else {}
+    """One PPL record of 1,000 tokens whose engine NLL exceeds the reference's by ``excess``;
+    ``budgeted``: weights quantised, ``kv``: a KV-cache dtype declared (neither reproduced)."""
+    config: dict[str, Any] = {"QUANTIZATION": "int4"} if budgeted else {}
+    if kv:
+        config["KV_CACHE_DTYPE"] = "fp8"
     return ReferenceEvidence(
         sample_seed=1,
         model=declared_model(config, "float32"),
@@ -77,7 +80,9 @@ def test_the_same_decode_passes_beside_a_scoring_that_admits_the_loss() -> None:
     ev = evidence(spread(0.054), 0.0366, budgeted=True)
     assert status(ev, 1.037) == "pass"
     allowed = allowance(SPEC, DECODE, ev, ppl(1.037), MODEL_PPL)
-    assert allowed.mean == pytest.approx(2.5 * 0.0366 + 0.01)
+    assert allowed.mean == pytest.approx(
+        DECODE["excess_factor"] * 0.0366 + DECODE["mean_margin_nats"]
+    )
 
 
 def test_the_allowance_is_clipped_at_the_budget_while_inside_the_cap() -> None:
@@ -194,10 +199,13 @@ def test_quantisation_and_the_kv_cache_dtype_are_budgeted_not_reproduced() -> No
 # -- integrity.same-path against the same budget ------------------------------------------
 
 
-def _same_path(own_top: int, of: int, excess: float, ratio: float) -> Any:
+def _same_path(
+    own_top: int, of: int, excess: float, ratio: float, *, kv: bool = True, off: float = 0.5
+) -> Any:
     """A probed answer of ``of`` tokens, ``own_top`` of them the engine's own teacher-forced
-    top (the rest 0.5 nats below a token it did not generate), judged with the reference
-    evidence of an engine whose scoring loses ``excess`` nats per token."""
+    top (the rest ``off`` nats below a token it did not generate), judged with the reference
+    evidence of an engine whose scoring loses ``excess`` nats per token (``kv``: it declares
+    a KV-cache dtype the reference cannot reproduce)."""
     import asyncio
 
     from verifier.checks.base import CheckContext
@@ -208,11 +216,11 @@ def _same_path(own_top: int, of: int, excess: float, ratio: float) -> Any:
     positions = [
         {"1": {"logprob": -0.1}}
         if j < own_top
-        else {"1": {"logprob": -0.6}, "2": {"logprob": -0.1}}
+        else {"1": {"logprob": -0.1 - off}, "2": {"logprob": -0.1}}
         for j in range(of)
     ]
     probe = SamePathProbe("0.0.0", "p", [5, 6], tokens, positions)
-    ev = evidence(spread(0.0), excess, budgeted=True)
+    ev = evidence(spread(0.0), excess, kv=kv)
     ev.scored["0.0.0"] = [Position(1, 0.0, 1, 0.0) for _ in range(of)]
     ctx = CheckContext(
         SPEC,
@@ -240,3 +248,34 @@ def test_inside_the_cap_the_slack_is_the_budget_and_no_more() -> None:
     assert inside.status == "fail"
     assert inside.details["required_fraction"] == pytest.approx(0.95 - math.log(1.05))
     assert _same_path(118, 128, excess=0.2, ratio=1.04).status == "pass"  # 92 % >= 90.1 %
+
+
+# -- integrity.same-path: self-consistency ----------------------------------------------------
+
+
+def test_an_undeclared_approximation_on_every_path_is_self_consistent_at_any_loss() -> None:
+    """Undeclared W=16 (scoring loss 0.0366): its decode is its own scoring's top at every
+    token, so the self-gap is 0 however lossy the model it serves."""
+    result = _same_path(128, 128, excess=0.0366, ratio=1.037, kv=False)
+    assert result.status == "pass", result.summary
+    assert result.details["mean_self_gap"] == 0.0
+
+
+def test_a_decode_harsher_than_its_scoring_fails_self_consistency() -> None:
+    """A double spender inside the tie tolerance: 8 of 128 tokens 0.2 nats below the
+    engine's own scoring top (every token within 0.25, so the fraction rule is met):
+    mean self-gap 0.0125 > 0.005, whatever the scoring loss, without a KV cache declared."""
+    result = _same_path(120, 128, excess=0.0366, ratio=1.037, kv=False, off=0.2)
+    assert result.details["fraction"] == 1.0
+    assert result.details["mean_self_gap"] == pytest.approx(8 * 0.2 / 128)
+    assert result.details["max_mean_self_gap"] == pytest.approx(0.005)
+    assert result.status == "fail" and "self-gap" in result.summary
+
+
+def test_a_declared_kv_cache_may_decode_off_its_scoring_by_its_loss() -> None:
+    """A declared KV-cache dtype changes only what decoding reads back: the same decode
+    passes with the scoring loss added to the self-gap allowance."""
+    result = _same_path(120, 128, excess=0.0366, ratio=1.037, kv=True, off=0.2)
+    assert result.details["kv_cache_declared"] is True
+    assert result.details["max_mean_self_gap"] == pytest.approx(0.005 + 0.0366)
+    assert result.status == "pass", result.summary

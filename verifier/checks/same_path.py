@@ -46,6 +46,7 @@ from verifier.checks.base import (
     skipped,
 )
 from verifier.checks.reference import allowance
+from verifier.declared import KV_CACHE
 from verifier.harness.ppl import listed_values, rank_contradictions
 from verifier.harness.probes import SamePathProbe
 from verifier.harness.reference import Position
@@ -65,6 +66,27 @@ def lists_reference_top(entry: Any, ref: Position, ref_tolerance: float) -> bool
     if ref.gap <= ref_tolerance:
         return True  # the reference agrees with the generated token: nothing is left out
     return ref.top_token in listed_values(entry)
+
+
+#: the self-gap of a position whose generated token the engine does not list (nats)
+UNLISTED_GAP = 10.0
+
+
+def self_gap(entry: Any, token: int) -> float:
+    """The engine's own top logprob minus its logprob of ``token`` (>= 0, nats), by the
+    values it returned; ``UNLISTED_GAP`` when it does not list the token."""
+    values = listed_values(entry)
+    if token not in values:
+        return UNLISTED_GAP
+    return max(0.0, max(values.values()) - values[token])
+
+
+def self_gaps(probe: SamePathProbe) -> list[float]:
+    """The self-gap at each generated position of one probe."""
+    return [
+        self_gap(probe.positions[j] if j < len(probe.positions) else None, token)
+        for j, token in enumerate(probe.token_ids)
+    ]
 
 
 def agreement(
@@ -93,6 +115,20 @@ def agreement(
     return own, left_out, first_miss
 
 
+def self_gap_allowance(
+    settings: dict[str, Any], excess: float, kv_cache_declared: bool
+) -> float | None:
+    """The mean self-gap allowed: honest numerics between an engine's decode and prefill
+    kernels; where the entry declares a KV-cache change the reference cannot reproduce,
+    plus ``self_gap_factor`` times its scoring loss ``e``. None where the spec sets no
+    bound."""
+    margin = settings.get("max_mean_self_gap_nats")
+    if margin is None:
+        return None
+    factor = float(settings.get("self_gap_factor", 0.0)) if kv_cache_declared else 0.0
+    return float(margin) + factor * excess
+
+
 async def same_path(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "same_path")
     if settings is None:
@@ -118,9 +154,12 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
     required = max(minimum - slack, 0.0)
     total = matched = missing = 0
     rows: list[dict[str, Any]] = []
+    gaps: list[float] = []
     for probe in probes:
         reference = ev.scored.get(probe.record) if ev is not None else None
         own, left_out, first_miss = agreement(probe, tolerance, reference, large_gap)
+        own_gaps = self_gaps(probe)
+        gaps += own_gaps
         total += len(probe.token_ids)
         matched += own
         missing += left_out
@@ -130,6 +169,7 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
                 "prompt_id": probe.prompt_id,
                 "tokens": len(probe.token_ids),
                 "agreed": own,
+                "mean_self_gap": math.fsum(own_gaps) / len(own_gaps) if own_gaps else 0.0,
                 "reference_top_left_out": left_out,
                 "first_mismatch": first_miss,
             }
@@ -137,7 +177,18 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
     fraction = matched / total if total else 1.0
     left_share = missing / total if total else 0.0
     max_left = allowed.large_share if allowed is not None else None
+    mean_self_gap = math.fsum(gaps) / len(gaps) if gaps else 0.0
+    kv_cache = (
+        ev is not None and ev.model is not None and bool(set(ev.model.budgeted) & set(KV_CACHE))
+    )
+    max_self_gap = self_gap_allowance(
+        settings, allowed.excess if allowed is not None else 0.0, kv_cache
+    )
     details = {
+        "mean_self_gap": mean_self_gap,
+        "max_mean_self_gap": max_self_gap,
+        "largest_self_gap": max(gaps, default=0.0),
+        "kv_cache_declared": kv_cache,
         "fraction": fraction,
         "min_fraction": minimum,
         "required_fraction": required,
@@ -162,7 +213,16 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
         )
     else:
         text += " (no reference: values only)"
-    ok = fraction >= required and (max_left is None or left_share <= max_left)
+    if max_self_gap is not None:
+        text += (
+            f"; mean self-gap {mean_self_gap:.4f} nats between its decode and its own "
+            f"scoring of it (allowed {max_self_gap:.4f})"
+        )
+    ok = (
+        fraction >= required
+        and (max_left is None or left_share <= max_left)
+        and (max_self_gap is None or mean_self_gap <= max_self_gap)
+    )
     return judged(
         CHECK_ID,
         ok,

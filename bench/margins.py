@@ -1,0 +1,156 @@
+"""Trust margins: where each calibration row sits relative to each bound that judges it.
+
+A *position* is a row's value at a bound divided by what the bound allows (1 is the
+bound; above it the check fails). For a lower bound (the same-path fraction) it is the
+share of tokens missed over the share allowed to miss. Pure functions of a verification
+report, so a GPU driver that runs ``bench.calibrate.margin_rows()`` reads its reports
+with the same arithmetic:
+
+    from bench.calibrate import margin_rows
+    from bench.margins import positions, separation
+
+Separation (issue 26): every honest row inside the PPL cap at or below ``HONEST_MAX``
+of every allowance; every double spender whose decode alone would break the cap at or
+above ``SPENDER_MIN`` of at least one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+#: honest rows inside the cap sit at or below this share of every allowance
+HONEST_MAX = 0.5
+#: a double spender over the cap sits at or above this multiple of some allowance
+SPENDER_MIN = 1.5
+
+#: the bounds, in the table's order: (key, what it is)
+BOUNDS: dict[str, str] = {
+    "decode_mean": "reference decode: mean gap / allowed mean",
+    "decode_answer": "reference decode: worst answer's mean gap / allowed",
+    "decode_large": "reference decode: share of tokens over 1 nat / allowed",
+    "self_gap": "same path: mean self-gap / allowed",
+    "same_path_miss": "same path: share not the engine's own top / allowed",
+    "left_out": "same path: share leaving out the reference's top / allowed",
+}
+
+
+def _check(report: dict[str, Any], check_id: str) -> dict[str, Any]:
+    found = next((c for c in report.get("checks", []) if c.get("id") == check_id), None)
+    return (found or {}).get("details") or {}
+
+
+def _ratio(value: Any, allowed: Any) -> float | None:
+    if not isinstance(value, int | float) or not isinstance(allowed, int | float):
+        return None
+    if allowed <= 0:
+        return 0.0 if value <= 0 else math.inf
+    return float(value) / float(allowed)
+
+
+def positions(report: dict[str, Any]) -> dict[str, float | None]:
+    """Each bound's position for one verification report (None: not judged)."""
+    decode = _check(report, "integrity.reference-decode")
+    allowed = decode.get("allowance") or {}
+    same = _check(report, "integrity.same-path")
+    fraction, required = same.get("fraction"), same.get("required_fraction")
+    miss = None
+    if isinstance(fraction, int | float) and isinstance(required, int | float):
+        miss = _ratio(1.0 - fraction, 1.0 - required)
+    return {
+        "decode_mean": _ratio(decode.get("mean_gap"), allowed.get("mean")),
+        "decode_answer": _ratio(
+            (decode.get("worst_answer") or {}).get("mean_gap"), allowed.get("answer")
+        ),
+        "decode_large": _ratio(decode.get("large_gap_share"), allowed.get("large_share")),
+        "self_gap": _ratio(same.get("mean_self_gap"), same.get("max_mean_self_gap")),
+        "same_path_miss": miss,
+        "left_out": _ratio(
+            same.get("reference_top_left_out"), same.get("max_reference_top_left_out")
+        ),
+    }
+
+
+def inside_cap(summary: dict[str, Any], cap_ratio: float) -> bool:
+    ratio = summary.get("ppl_ratio")
+    return isinstance(ratio, int | float) and ratio <= cap_ratio
+
+
+def over_cap_decode(summary: dict[str, Any], cap_ratio: float) -> bool:
+    ratio = summary.get("decode_ratio")
+    return isinstance(ratio, int | float) and ratio > cap_ratio
+
+
+def separation(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> dict[str, Any]:
+    """Per bound: the highest position of an honest row inside the cap, the lowest of a
+    double spender over it; and each spender's deciding bound (its highest position)."""
+    honest = [s for s in summaries if s["kind"] == "honest" and inside_cap(s, cap_ratio)]
+    spenders = [s for s in summaries if s["kind"] == "cheat" and over_cap_decode(s, cap_ratio)]
+
+    def values(group: list[dict[str, Any]], key: str) -> list[float]:
+        return [v for s in group if isinstance(v := (s.get("bounds") or {}).get(key), float)]
+
+    per_bound = {}
+    for key in BOUNDS:
+        h, d = values(honest, key), values(spenders, key)
+        per_bound[key] = {
+            "honest_max": max(h, default=None),
+            "spender_min": min(d, default=None),
+            "spender_max": max(d, default=None),
+        }
+    deciding = {}
+    for s in spenders:
+        bounds = {k: v for k, v in (s.get("bounds") or {}).items() if isinstance(v, float)}
+        key = max(bounds, key=lambda k: bounds[k]) if bounds else None
+        deciding[s["name"]] = {"bound": key, "position": bounds.get(key) if key else None}
+    honest_worst = max(
+        (v for s in honest for v in (s.get("bounds") or {}).values() if isinstance(v, float)),
+        default=None,
+    )
+    spender_weakest = min(
+        (d["position"] for d in deciding.values() if d["position"] is not None), default=None
+    )
+    return {
+        "honest_rows": [s["name"] for s in honest],
+        "spender_rows": [s["name"] for s in spenders],
+        "per_bound": per_bound,
+        "deciding": deciding,
+        "honest_worst": honest_worst,
+        "spender_weakest": spender_weakest,
+        "honest_ok": honest_worst is not None and honest_worst <= HONEST_MAX,
+        "spenders_ok": spender_weakest is not None and spender_weakest >= SPENDER_MIN,
+    }
+
+
+def _pos(value: Any) -> str:
+    if value is None:
+        return "–"
+    return "inf" if math.isinf(value) else f"{value:.2f}"
+
+
+def markdown_table(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> str:
+    """One line per margin row: its PPL ratio, its decode's ratio alone, each position."""
+    head = (
+        "| row | kind | knobs | PPL ratio | decode alone | "
+        + " | ".join(f"`{k}`" for k in BOUNDS)
+        + " | verdict | error ids |\n| --- | --- | --- | ---: | ---: | "
+        + " | ".join("---:" for _ in BOUNDS)
+        + " | --- | --- |\n"
+    )
+    lines = []
+    for s in summaries:
+        b = s.get("bounds") or {}
+        knobs = ", ".join(f"`{k}={v}`" for k, v in s["env"].items())
+        ratio = s.get("ppl_ratio")
+        decode = s.get("decode_ratio")
+        over = " (over the cap)" if over_cap_decode(s, cap_ratio) else ""
+        errors = ", ".join(f"`{e}`" for e in s["errors"]) or "–"
+        lines.append(
+            f"| {s['name']} | {s['kind']} | {knobs} "
+            f"| {'–' if ratio is None else f'{ratio:.4f}'} "
+            f"| {'–' if decode is None else f'{decode:.4f}'}{over} | "
+            + " | ".join(_pos(b.get(k)) for k in BOUNDS)
+            + f" | {s['verdict']} | {errors} |"
+        )
+    return head + "\n".join(lines) + "\n"
