@@ -61,7 +61,7 @@ def rows() -> list[Row]:
         ),
     ]
     cheats = [
-        Row(name, "cheat", engine=f"engines.cheats:{name}")
+        Row(name, "cheat", engine=f"engines.cheats:{name}", replays=name == "ReplayShaped")
         for name in ("DecodeWindow", "FlatterLogprobs", "FlatterSomeRecords", "ReplayShaped")
     ]
     cheats.append(
@@ -73,7 +73,7 @@ def rows() -> list[Row]:
         )
     )
     cheats += [
-        Row(name, "cheat", engine=f"engines.adversarial:{name}")
+        Row(name, "cheat", engine=f"engines.adversarial:{name}", replays=name == "CachedReplies")
         for name in (
             "SwitchPath",
             "ScaledLogprobs",
@@ -192,14 +192,18 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
         "failing_checks": failing,
         "reference_self_test": (self_test or {}).get("details"),
         "engine_attention": attention[-1] if attention else None,
-        "ok": _ok(row, report, failing),
+        "ok": _ok(row, summary, failing),
     }
 
 
-def _ok(row: Row, report: dict[str, Any], failing: list[dict[str, Any]]) -> bool:
-    if row.kind == "cheat":
-        return report.get("verdict") == "REJECTED"
-    return report.get("failure") is None and not failing and report.get("verdict") != "REJECTED"
+def _ok(row: Row, summary: dict[str, Any], failing: list[dict[str, Any]]) -> bool:
+    """A cheat is REJECTED; an honest run has no failing check and no failure. A replaying
+    cheat on a stream that never repeats a prompt had nothing to replay: it computed every
+    token, so it is judged as an honest engine (``bench.calibrate.expectation``)."""
+    honest = summary["failure"] is None and not failing and summary["verdict"] != "REJECTED"
+    if row.kind == "cheat" and not (row.replays and summary.get("no_repeat")):
+        return summary["verdict"] == "REJECTED"
+    return bool(honest)
 
 
 def _busy(result: dict[str, Any]) -> bool:
