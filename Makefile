@@ -114,12 +114,19 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP) browser
 	$(PY) -m bench $(BENCH_ARGS)
 
-# The wheels the GPU machine lacks for `bash bench/gpu.sh` (Python 3.12, x86-64): pytest,
-# jsonschema, h11 and their dependencies, fetched here from PyPI; carry .whl/ there.
+# The wheels a GPU machine with torch and CUDA but without podium's own dependencies lacks
+# for `bash bench/gpu.sh` (Python 3.12, x86-64), fetched here from PyPI with no
+# dependencies of their own resolved (the list is whole): carry .whl/ there (about 30 MB).
 GPU_WHEELS := .whl/gpu-py312
+GPU_WHEEL_LIST := jsonschema referencing rpds-py jsonschema-specifications attrs cryptography \
+	cffi pycparser 'huggingface_hub==2.4.*' hf-xet httpx2 httpcore2 truststore idna certifi \
+	anyio sniffio h11 click 'typer==0.29.*' shellingham rich markdown-it-py mdurl pygments \
+	pydantic pydantic-core annotated-types typing-inspection typing-extensions docker \
+	prometheus-client 'transformers==5.24.0' pytest pluggy iniconfig packaging
 
 gpu-wheels: venv
 	rm -rf $(GPU_WHEELS)
-	$(PY) -m pip download --quiet --only-binary=:all: --implementation cp --python-version 3.12 \
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --implementation cp \
+		--python-version 3.12 --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 \
 		--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
-		-d $(GPU_WHEELS) 'pytest>=8' 'jsonschema>=4.20' 'h11>=0.16'
+		-d $(GPU_WHEELS) $(GPU_WHEEL_LIST)

@@ -102,7 +102,9 @@ def _default_config(kind: str, spec: ChallengeSpec) -> dict[str, Any]:
     return {k: v for k, v in config.items() if allowed is None or k in allowed}
 
 
-def _dockerfile(kind: str, base_image: str, port: int) -> str:
+def _dockerfile(kind: str, base_image: str, port: int, *, on_vllm_image: bool = False) -> str:
+    """``on_vllm_image``: a custom engine built on vLLM's image, which starts vLLM unless
+    its entrypoint is cleared and has ``python3`` but no ``python``."""
     if kind == "vllm":
         return t.DOCKERFILE.format(
             kind=kind,
@@ -121,14 +123,15 @@ def _dockerfile(kind: str, base_image: str, port: int) -> str:
             "#\n# This skeleton starts podium's baseline engine (engine/engines/baseline);"
             "\n# replace engine/ and the CMD with your own server.\n"
         )
+    cmd = ["python3", *BASELINE_CMD[1:]] if on_vllm_image else BASELINE_CMD
     return t.DOCKERFILE.format(
         kind=kind,
         protocol=protocol,
         base_image=base_image,
         port=port,
         copies=t.BASELINE_COPIES,
-        entrypoint="",
-        cmd=t.cmd_json(BASELINE_CMD),
+        entrypoint="ENTRYPOINT []\n" if on_vllm_image else "",
+        cmd=t.cmd_json(cmd),
     )
 
 
@@ -179,7 +182,10 @@ def init_submission(
         )
     directory.mkdir(parents=True, exist_ok=True)
     vllm_base = VLLM_CPU_BASE_IMAGE if spec.hardware.accelerator == "cpu" else VLLM_BASE_IMAGE
-    base = base_image or (vllm_base if kind == "vllm" else ENGINE_BASE_IMAGE)
+    # podium's engine base carries CPU torch: on a GPU challenge a custom engine starts from
+    # the pinned vLLM image, which carries CUDA torch and transformers (as imported entries do)
+    gpu_custom = kind == "custom" and spec.hardware.accelerator == "gpu"
+    base = base_image or (vllm_base if kind == "vllm" or gpu_custom else ENGINE_BASE_IMAGE)
     port = spec.engine.port
     config = _default_config(kind, spec)
     result = InitResult(directory=directory, kind=kind, challenge=spec.id)
@@ -195,7 +201,7 @@ def init_submission(
             served_model_name=json.dumps(spec.model.repo_id),
             config=t.toml_table(config),
         ),
-        DOCKERFILE: _dockerfile(kind, base, port),
+        DOCKERFILE: _dockerfile(kind, base, port, on_vllm_image=gpu_custom and base == vllm_base),
         "README.md": t.README.format(team=team, entry=entry, challenge=spec.id, kind=kind),
     }
     for name, text in texts.items():

@@ -4,6 +4,10 @@ On the GPU machine (no Docker there: engines run as plain processes):
 
     bash bench/gpu.sh        # installs the carried wheels it lacks, then these tests
 
+``test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats`` is
+``bench/gpu_verify.py`` (about 20 minutes on an H200: 18 honest verifications and 12
+cheats, one at a time, since a second engine on the GPU makes a run unclean): its JSON
+lands in ``$OUT``, ready for ``bench/results/gpu_verify.json``.
 ``test_the_e4b_shape_decodes_on_the_gpu_under_the_harness`` is ``bench/gpu_e4b.py``
 itself (about 6 minutes on an H200): its JSON lands in ``$OUT`` (or the test's
 temporary folder), ready for ``bench/results/gpu_e4b.json``. The tests import only
@@ -62,6 +66,45 @@ def test_the_shipped_tiny_model_scores_the_same_ppl_on_the_gpu(cuda: Any) -> Non
     # float32 on CUDA against float32 on the CPU: other kernels, the same arithmetic
     assert row["rel_diff_ppl"] <= 1e-4, row
     assert math.isclose(row["direct_ppl"], 23.404752, rel_tol=1e-6)
+
+
+def test_the_baseline_engine_proves_its_attention_on_the_gpu(cuda: Any) -> None:
+    """On CUDA the engine tests its attention path before serving; whatever it found (the
+    fused float32 kernel was wrong at some lengths on an H200), it serves a path that
+    agrees with eager attention at every length tested."""
+    from engines.baseline.model import BaselineEngine
+    from verifier.datasets import shipped_path
+
+    for dtype in ("float32", "bfloat16"):
+        engine = BaselineEngine(shipped_path("tiny/model"), device="cuda", dtype=dtype)
+        check = engine.attention_check
+        assert check is not None and check.ok, check
+        assert check.lengths >= 3 * engine.sliding_window
+        serving = engine.model.config._attn_implementation
+        assert serving == check.serving and (check.passed or serving == "eager")
+
+
+def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
+    cuda: Any, tmp_path: Path
+) -> None:
+    from bench import gpu_verify
+
+    out = out_dir(tmp_path)
+    code = gpu_verify.main(["--out", str(out)])
+    runs = json.loads((out / gpu_verify.RESULT).read_text())["runs"]
+    honest = [r for r in runs if r["kind"] == "honest"]
+    names = {r.name for r in gpu_verify.rows() if r.kind == "honest"}
+    assert {r["name"] for r in honest} == names
+    for name in names:
+        assert sum(r["name"] == name for r in honest) >= 3, name
+    bad = [(r["name"], r["run"], r.get("failing_checks"), r.get("failure")) for r in honest]
+    assert not [b for b, r in zip(bad, honest, strict=True) if not r["ok"]]
+    for r in runs:
+        if r["kind"] == "cheat":
+            assert r["ok"], (r["name"], r.get("verdict"), r.get("failure"))
+            if not r.get("replays"):
+                assert r["verdict"] == "REJECTED", r["name"]
+    assert code == 0
 
 
 def test_the_e4b_shape_decodes_on_the_gpu_under_the_harness(cuda: Any, tmp_path: Path) -> None:

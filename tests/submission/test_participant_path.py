@@ -101,11 +101,14 @@ def test_a_lower_case_knob_says_which_knob_was_meant(
 
 
 @pytest.mark.fires("config.no-such-knob")
-@pytest.mark.parametrize("kind", ["vllm", "baseline"])
+@pytest.mark.parametrize(("kind", "challenge"), [("vllm", "fast-gemma"), ("baseline", "tiny")])
 def test_a_misspelt_knob_is_an_error_naming_the_line_and_the_knob_meant(
-    kind: str, make_submission: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+    kind: str,
+    challenge: str,
+    make_submission: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    directory = make_submission(kind, "fast-gemma")
+    directory = make_submission(kind, challenge)
     _set_config(directory, "MAX_MODEL_LENN = 512")
     (finding,) = validate_submission(directory).findings
     assert (finding.check_id, finding.severity) == ("config.no-such-knob", "error")
@@ -124,7 +127,7 @@ def test_a_misspelt_knob_is_an_error_naming_the_line_and_the_knob_meant(
 def test_a_near_miss_on_a_custom_engine_is_a_labelled_warning(
     make_submission: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    directory = make_submission("custom", "fast-gemma")
+    directory = make_submission("custom", "tiny")
     _set_config(directory, "GPU_MEMORY_UTILISATION = 0.8")
     (finding,) = validate_submission(directory).findings
     assert (finding.check_id, finding.severity) == ("config.unknown-knob", "warning")

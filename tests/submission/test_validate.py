@@ -46,7 +46,6 @@ from submission.validate import validate_submission
         ("custom", "tiny"),
         ("vllm", "tiny"),
         ("vllm", "fast-gemma"),
-        ("baseline", "fast-gemma"),
     ],
 )
 def test_init_then_validate_has_no_findings(
