@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from entry_bundle import entry_source, packaged
@@ -47,7 +48,7 @@ def dockerfile(*steps: str, cmd: str = SCAFFOLD_CMD) -> str:
     return head + copies + "".join(s + "\n" for s in steps) + f"CMD {cmd}\n"
 
 
-def with_engine(manifest: Manifest, **changes: object) -> Manifest:
+def with_engine(manifest: Manifest, **changes: Any) -> Manifest:
     return dataclasses.replace(manifest, engine=dataclasses.replace(manifest.engine, **changes))
 
 
