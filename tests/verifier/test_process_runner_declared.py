@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -160,3 +162,24 @@ def test_a_bundle_whose_image_runs_a_step_is_refused_before_its_engine_starts(
     with pytest.raises(UsageError, match="RUN step"):
         runner.prepare(taken, SPEC, on_log=lambda line: None)
     assert runner.bundle is None
+
+
+@pytest.mark.slow
+def test_a_declared_window_of_16_verifies_clean_through_podium_verify_with_the_process_runner(
+    tmp_path: Path,
+) -> None:
+    """The windowed entry is judged against the declared (windowed) reference: its PPL is
+    the windowed model's, and no check calls it a flatterer."""
+    bundle = packaged(entry_source(tmp_path, config={"SLIDING_WINDOW": 16}))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "podium.cli.app", "verify", str(bundle)]
+    command += ["--runner", "process", "--challenge", "tiny", "-o", str(out), "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert (out / "report.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["verdict"] == "UNOFFICIAL", (report["failure"], report["findings"])
+    assert report["metrics"]["ppl"]["value"] == pytest.approx(24.276, abs=0.001)
+    bad = [c for c in report["checks"] if c["status"] in ("fail", "error")]
+    assert not bad, bad
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    assert statuses["reference.self-test"] == "pass"
