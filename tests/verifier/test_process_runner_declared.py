@@ -104,6 +104,7 @@ def plain_ppl() -> float:
     return in_process_ppl(dtype="float32")
 
 
+@pytest.mark.slow
 def test_a_declared_sliding_window_is_served(tmp_path: Path, plain_ppl: float) -> None:
     with declared_engine(tmp_path, config={"SLIDING_WINDOW": 16}) as url:
         served = ppl_at(url)
@@ -112,6 +113,7 @@ def test_a_declared_sliding_window_is_served(tmp_path: Path, plain_ppl: float) -
     assert not math.isclose(served, plain_ppl, rel_tol=100 * SAME), (served, plain_ppl)
 
 
+@pytest.mark.slow
 def test_a_declared_int8_quantization_is_served(tmp_path: Path, plain_ppl: float) -> None:
     with declared_engine(tmp_path, config={"QUANTIZATION": "int8"}) as url:
         served = ppl_at(url)
@@ -120,6 +122,7 @@ def test_a_declared_int8_quantization_is_served(tmp_path: Path, plain_ppl: float
     assert not math.isclose(served, plain_ppl, rel_tol=10 * SAME), (served, plain_ppl)
 
 
+@pytest.mark.slow
 def test_a_declared_bfloat16_dtype_is_served(tmp_path: Path, plain_ppl: float) -> None:
     with declared_engine(tmp_path, config={"DTYPE": "bfloat16"}) as url:
         served = ppl_at(url)
@@ -129,6 +132,7 @@ def test_a_declared_bfloat16_dtype_is_served(tmp_path: Path, plain_ppl: float) -
     assert abs(served - halved) * 10 < abs(served - plain_ppl), (served, halved, plain_ppl)
 
 
+@pytest.mark.slow
 def test_a_declared_engine_class_is_served(tmp_path: Path) -> None:
     knobs = {
         "env": {"ENGINE_CLASS": "marked:Marked"},
