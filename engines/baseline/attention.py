@@ -42,7 +42,7 @@ TOLERANCE = {"float32": 0.01, "bfloat16": 1.0, "float16": 1.0}
 #: test every length up to 3W + 8 when that is at most this many; else a structured set
 DENSE_LIMIT = 256
 #: the multiples of the window tested (kW - 1 .. kW + 2 for k up to this), and the
-#: longest pass tested (this many windows, at least 256 tokens, at most the engine's limit)
+#: longest pass tested (this many windows and 2 tokens, at least 256, at most the limit)
 MULTIPLES = 4
 #: the last prefill positions compared per length
 POSITIONS = 4
@@ -127,15 +127,15 @@ def test_lengths(window: int, max_len: int, *, dense: bool = True) -> list[int]:
 
     ``dense`` (on CUDA): every length from 2 to 3W + 8 (when that is at most
     ``DENSE_LIMIT`` lengths, else 2 to 17), kW - 1 .. kW + 2 for k up to ``MULTIPLES``,
-    and the powers of two and their neighbours, up to ``MULTIPLES`` windows (at least 256
-    tokens) or ``max_len``. Otherwise a smoke set: 2 to 4, W - 1 .. W + 2, 2W - 1 .. 2W + 2
-    and 3W + 1.
+    and the powers of two and their neighbours, up to ``MULTIPLES`` windows and 2 tokens
+    (at least 256) or ``max_len``. Otherwise a smoke set: 2 to 4, W - 1 .. W + 2,
+    2W - 1 .. 2W + 2 and 3W + 1.
     """
     w = window if window > 0 else 64
     if not dense:
         smoke = {2, 3, 4, 3 * w + 1} | {k * w + d for k in (1, 2) for d in (-1, 0, 1, 2)}
         return sorted(n for n in smoke if n <= max_len)
-    top = min(max_len, max(MULTIPLES * w, 256))
+    top = min(max_len, max(MULTIPLES * w + 2, 256))  # the last kW + 1 and kW + 2 included
     lengths = set(range(2, 3 * w + 9 if 3 * w + 8 <= DENSE_LIMIT else 18))
     lengths |= {k * w + d for k in range(1, MULTIPLES + 1) for d in (-1, 0, 1, 2)}
     power = 16
