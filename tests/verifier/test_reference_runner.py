@@ -23,7 +23,7 @@ from verifier.harness.client import EngineClient, wait_ready
 from verifier.harness.ppl import listed_values, ppl_request
 from verifier.runners.base import EngineHandle
 from verifier.runners.process import ProcessRunner
-from verifier.runners.reference import InProcessReference, reference_runner
+from verifier.runners.reference import InProcessReference, ProcessReference, reference_runner
 
 MODEL = Path(__file__).resolve().parents[2] / "podium" / "data" / "tiny" / "model"
 WINDOWED = DeclaredModel(dtype="float32", sliding_window=16, applied={"SLIDING_WINDOW": 16})
@@ -41,13 +41,16 @@ def test_a_cpu_reference_runs_in_process_and_any_other_in_a_process_of_its_own()
     assert windowed.engine_kwargs == {"sliding_window": 16}
 
     gpu = reference_runner(ReferenceEngine(dtype="bfloat16", device="cuda", logit_cells=64))
-    assert isinstance(gpu, ProcessRunner)
+    assert isinstance(gpu, ProcessReference)
     assert gpu.device == "cuda" and gpu.dtype == "bfloat16" and gpu.engine_root is None
-    assert gpu.env == {"LOGIT_CELLS": "64"}
+    # the reference proves its attention path at start and writes what it found for us
+    self_test = {"SELF_TEST": "on", "SELF_TEST_REPORT": str(gpu.report_path)}
+    assert gpu.env == {"LOGIT_CELLS": "64", **self_test}
     declared = dataclasses.replace(WINDOWED, dtype="float16")
     gpu = reference_runner(ReferenceEngine(dtype="bfloat16", device="cuda"), declared)
-    assert isinstance(gpu, ProcessRunner)
-    assert gpu.dtype == "float16" and gpu.env == {"SLIDING_WINDOW": "16"}
+    assert isinstance(gpu, ProcessReference)
+    self_test = {"SELF_TEST": "on", "SELF_TEST_REPORT": str(gpu.report_path)}
+    assert gpu.dtype == "float16" and gpu.env == {"SLIDING_WINDOW": "16", **self_test}
 
 
 def _scores(handle: EngineHandle) -> list[list[dict[int, float]]]:
