@@ -38,6 +38,7 @@ def broken_reference(settings: ReferenceEngine, declared: DeclaredModel | None) 
     )
 
 
+@pytest.mark.quiet("reference.self-test")
 def test_a_reference_with_a_wrong_attention_path_judges_with_eager_and_says_so(
     bundle: Path, tmp_path: Path
 ) -> None:
@@ -56,6 +57,7 @@ def test_a_reference_with_a_wrong_attention_path_judges_with_eager_and_says_so(
     assert check["details"]["fallback"]["passed"] is True
 
 
+@pytest.mark.fires("reference.self-test")
 def test_a_reference_with_no_passing_path_fails_the_run_as_the_organizers_fault(
     bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -83,7 +83,8 @@ def test_reason_is_the_first_error_or_the_failure() -> None:
     assert "A100" in one_line_reason("UNOFFICIAL", findings[:1], None)
 
 
-def test_the_required_checks_are_the_enabled_ones_plus_the_cap_and_stability() -> None:
+def test_the_required_checks_are_the_enabled_ones_plus_the_cap_stability_and_self_test() -> None:
+    """Wherever a reference judges, its own self-test must have passed for VERIFIED."""
     tiny = required_checks(load_challenge("tiny"), reported_tps=None)
     assert tiny == {
         "ppl.cap",
@@ -95,6 +96,7 @@ def test_the_required_checks_are_the_enabled_ones_plus_the_cap_and_stability() -
         "integrity.lengths",
         "integrity.caching",
         "integrity.isolation",
+        "reference.self-test",
     }
 
 
