@@ -122,14 +122,30 @@ _ABSENT = object()
 _VERSION = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,4}){1,3}$")
 
 
-def shown(value: Any, expected: Any = _ABSENT) -> str:
-    """``value`` as a report may show it: a number, a flag, or what the verifier expected
-    as it is; any other value as its size only (it is the engine's text)."""
+#: vLLM arguments whose values come from a closed list of vLLM's own words: such a value
+#: carries no text of the engine's choosing (a few bits at most), so a report shows it
+VLLM_CHOICES: dict[str, frozenset[str]] = {
+    "logprobs_mode": frozenset(
+        {"raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits"}
+    ),
+    "kv_cache_dtype": frozenset(
+        {"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
+    ),
+    "dtype": frozenset({"auto", "half", "float16", "bfloat16", "float", "float32"}),
+}
+
+
+def shown(value: Any, expected: Any = _ABSENT, choices: frozenset[str] = frozenset()) -> str:
+    """``value`` as a report may show it: a number, a flag, one of ``choices`` (vLLM's own
+    words), or what the verifier expected, as it is; any other value as its size only (it
+    is the engine's text)."""
     if value is None or isinstance(value, bool | float):
         return repr(value)
     if isinstance(value, int) and abs(value) < 1 << 53:
         return repr(value)
     if expected is not _ABSENT and value == expected:
+        return repr(value)
+    if isinstance(value, str) and value in choices:
         return repr(value)
     size = len(json.dumps(value, default=str))
     return f"<a value of {size} characters, in the organizer's log>"
@@ -152,11 +168,18 @@ def blind_args(seen: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, 
         name = arg if _known_arg(arg) else f"<argument {i}: {len(arg)} characters>"
         if value is None or isinstance(value, bool | int | float):
             out[name] = value if not isinstance(value, int) or abs(value) < 1 << 53 else None
-        elif arg in expected and _arg_matches(arg, frozen, expected[arg], value):
+        elif _vouched(arg, value, frozen, expected):
             out[name] = value
         else:
             out[name] = shown(value)
     return out
+
+
+def _vouched(arg: str, value: Any, frozen: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
+    """What the frozen config asked for, or one of vLLM's own words for ``arg``."""
+    if arg in expected and _arg_matches(arg, frozen, expected[arg], value):
+        return True
+    return isinstance(value, str) and value in VLLM_CHOICES.get(arg, frozenset())
 
 
 # --- what the frozen config should look like at run time (pure) ----------------------------
@@ -260,7 +283,7 @@ def compare_args(
                 findings.append(
                     _mismatch(
                         f"{knob} was frozen as {json.dumps(frozen.get(knob))} but vLLM ran with "
-                        f"{arg}={shown(seen[arg])}",
+                        f"{arg}={shown(seen[arg], choices=VLLM_CHOICES.get(arg, frozenset()))}",
                         hint="the launcher must pass the frozen config unchanged",
                     )
                 )
@@ -277,7 +300,9 @@ def compare_args(
     for arg in sorted(set(seen) - explained):
         findings.append(
             _mismatch(
-                f"vLLM ran with {_arg_name(arg)}={shown(seen[arg])}, which no frozen knob sets",
+                f"vLLM ran with {_arg_name(arg)}="
+                f"{shown(seen[arg], choices=VLLM_CHOICES.get(arg, frozenset()))}, "
+                "which no frozen knob sets",
                 hint="every engine setting must be in the frozen engine config",
             )
         )

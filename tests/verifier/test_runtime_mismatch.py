@@ -17,6 +17,7 @@ import pytest
 from schemas.challenge import load_challenge
 from verifier.runtime import (
     CHECK_ID,
+    VLLM_CHOICES,
     Observation,
     acceptance_rate,
     compare,
@@ -336,3 +337,13 @@ def test_a_server_that_smuggles_prompts_in_its_self_description_reaches_no_repor
     pieces = {SECRET[i : i + 12] for i in range(0, len(SECRET) - 12, 4)}
     assert [p for p in pieces if p in shown] == []
     assert ids(findings) and set(ids(findings)) <= {CHECK_ID}
+
+
+def test_a_value_from_vllms_own_closed_list_is_shown_and_free_text_is_not() -> None:
+    """``logprobs_mode`` takes one of four words of vLLM's: naming it carries no text of the
+    engine's choosing. A value outside the list is the engine's text, shown by size."""
+    from verifier.runtime import shown
+
+    assert shown("raw_logits", choices=VLLM_CHOICES["logprobs_mode"]) == "'raw_logits'"
+    smuggled = shown("For I the LORD thy God", choices=VLLM_CHOICES["logprobs_mode"])
+    assert "LORD" not in smuggled and "24 characters" in smuggled  # its JSON, quotes included
