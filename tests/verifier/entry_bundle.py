@@ -24,9 +24,10 @@ def entry_source(
     config: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     files: dict[str, str] | None = None,
+    entry: str | None = None,
 ) -> Path:
-    """The sample entry's source at ``where/src``, with ``config`` knobs, ``env`` variables
-    and extra ``files`` (paths relative to the source, text)."""
+    """The sample entry's source at ``where/src``, with ``config`` knobs, ``env`` variables,
+    extra ``files`` (paths relative to the source, text) and another ``entry`` name."""
     src = where / "src"
     shutil.copytree(
         REPO / "examples" / "tiny-baseline",
@@ -41,6 +42,8 @@ def entry_source(
     )
     shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
     toml = (src / "podium.toml").read_text(encoding="utf-8")
+    if entry is not None:
+        toml = toml.replace('entry = "tiny-baseline"', f'entry = "{entry}"')
     knobs = dict(config or {})
     if "DTYPE" in knobs:
         toml = toml.replace('DTYPE = "float32"\n', "")

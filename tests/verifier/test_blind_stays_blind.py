@@ -15,17 +15,16 @@ The engines run as plain processes (the ``process`` runner), one torch thread ea
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from entry_bundle import entry_source, packaged
 from hostile_engines import encodings
 
 from podium.cli.app import main
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
-from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
 from verifier.queue.stores import LocalQueue, describe_bundle
 from verifier.runners.process import ProcessRunner
@@ -47,51 +46,20 @@ CAUSE = {
 
 def make_bundle(tmp: Path, engine: str) -> Path:
     """The sample entry carrying podium's baseline engine and the hostile engines."""
-    src = tmp / f"src-{engine}"
-    shutil.copytree(
-        REPO / "examples" / "tiny-baseline",
-        src,
-        ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
+    hostile = Path(__file__).with_name("hostile_engines.py").read_text(encoding="utf-8")
+    src = entry_source(
+        tmp / engine,
+        env={"ENGINE_CLASS": f"hostile_engines:{engine}"},
+        files={"engine/hostile_engines.py": hostile},
+        entry=engine.lower(),
     )
-    engines = src / "engine" / "engines"
-    shutil.copytree(
-        REPO / "engines" / "baseline",
-        engines / "baseline",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
-    shutil.copy(Path(__file__).with_name("hostile_engines.py"), src / "engine")
-    toml = (src / "podium.toml").read_text()
-    toml = toml.replace('entry = "tiny-baseline"', f'entry = "{engine.lower()}"')
-    toml = toml.replace(
-        "[engine.env]\n", f'[engine.env]\nENGINE_CLASS = "hostile_engines:{engine}"\n'
-    )
-    (src / "podium.toml").write_text(toml)
-    packaged = package(src, tmp / "dist", build=False)
-    assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
-    return packaged.bundle.path
+    return packaged(src)
 
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("hostile")
     return {name: make_bundle(tmp, name) for name in CAUSE}
-
-
-@pytest.fixture()
-def as_engine(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Select the engine class for a process runner the test does not construct itself
-    (``podium verify --runner process``): the engine process inherits the environment."""
-
-    def select(name: str) -> None:
-        monkeypatch.setenv("ENGINE_CLASS", f"hostile_engines:{name}")
-        monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-    return select
-
-
-def runner(name: str) -> ProcessRunner:
-    return ProcessRunner(env={"ENGINE_CLASS": f"hostile_engines:{name}", "OMP_NUM_THREADS": "1"})
 
 
 # -- what must not leak --------------------------------------------------------------------
@@ -169,7 +137,7 @@ def test_a_hostile_engine_fails_naming_the_cause_and_the_report_holds_nothing_it
         VerifyRequest(
             bundles[engine],
             load_challenge("tiny"),
-            runner(engine),
+            ProcessRunner(),  # it serves the class the bundle's [engine.env] names
             out,
             reference=reference_runner,
         )
@@ -195,10 +163,8 @@ def test_podium_verify_json_holds_nothing_the_engine_saw(
     bundles: dict[str, Path],
     tmp_path: Path,
     engine: str,
-    as_engine: Any,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    as_engine(engine)
     out = tmp_path / "out"
     code, printed, err = cli(
         ["verify", str(bundles[engine]), "--runner", "process", "-o", str(out), "--json"], capsys
@@ -215,10 +181,8 @@ def test_podium_verify_on_the_terminal_shows_the_cause_and_nothing_the_engine_sa
     bundles: dict[str, Path],
     tmp_path: Path,
     engine: str,
-    as_engine: Any,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    as_engine(engine)
     out = tmp_path / "out"
     code, out_text, err = cli(
         ["verify", str(bundles[engine]), "--runner", "process", "-o", str(out)], capsys
@@ -244,7 +208,7 @@ def test_a_worker_marks_the_request_failed_naming_the_cause_and_nothing_the_engi
         WorkerConfig(
             queue=queue,
             key=KeyPair.generate(),
-            runner=lambda: runner(engine),
+            runner=ProcessRunner,  # it serves the class the bundle's [engine.env] names
             out_dir=tmp_path / "out",
             reference=reference_runner,
             lease_s=120,
