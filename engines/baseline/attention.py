@@ -16,8 +16,11 @@ each power of two and its neighbours, up to ``MULTIPLES`` windows; on the CPU, w
 kernels agreed with eager at every length measured, a smoke set around W + 1 and 2W + 1.
 Longer passes (a long prompt's prefill, a scoring chunk after a cache) are not tested.
 Both halves of the work are covered: a prefill of L - 1 tokens (its last positions) and
-one cached decode step after it (position L), each against one eager pass over the L
-tokens. The token ids are drawn from a fixed seed, so two runs test the same inputs.
+one cached decode step after it (position L), each against eager's logits at the same
+positions. Every tested length is a prefix of one sequence of token ids drawn from a fixed
+seed (two runs test the same inputs), so one eager pass over the longest prefix gives the
+exact logits for every length at once: attention is causal (and windowed), so position i
+of a longer pass sees exactly the tokens a pass of i + 1 tokens sees.
 
 A path that disagrees by more than ``TOLERANCE[dtype]`` (the largest absolute difference
 of log-probabilities at any compared position) fails; ``verify_attention`` then switches
@@ -163,12 +166,21 @@ def _fast(model: Any, cache_arg: str, ids: torch.Tensor) -> tuple[torch.Tensor, 
     return _logprobs(out.logits[0]), _logprobs(step.logits[0])
 
 
-def _exact(model: Any, ids: torch.Tensor) -> torch.Tensor:
+def _exact(model: Any, ids: torch.Tensor, positions: list[int]) -> dict[int, torch.Tensor]:
+    """Eager's log-probabilities at ``positions`` of one pass over ``ids``."""
     import torch
 
+    keep = torch.tensor(positions, device=ids.device)
     with torch.inference_mode():
-        out = model(ids, use_cache=False, logits_to_keep=POSITIONS + 1)
-    return _logprobs(out.logits[0])
+        out = model(ids, use_cache=False, logits_to_keep=keep)
+    rows = _logprobs(out.logits[0])
+    return dict(zip(positions, rows, strict=True))
+
+
+def _compared(lengths: list[int]) -> list[int]:
+    """The positions whose logits a test of ``lengths`` compares: the last ``POSITIONS``
+    of each prefill (L - 1 tokens) and the decode step's (position L - 1)."""
+    return sorted({p for n in lengths for p in range(max(0, n - 1 - POSITIONS), n)})
 
 
 def self_test(
@@ -194,16 +206,19 @@ def self_test(
     generator = torch.Generator().manual_seed(seed)
     low = min(3, vocab_size - 1)  # past the usual pad/bos/eos ids
     worst, worst_length, failing = 0.0, 0, []
-    for length in lengths:
-        ids = torch.randint(low, vocab_size, (1, length), generator=generator).to(device)
-        model.set_attn_implementation(implementation)
-        prefill, step = _fast(model, cache_arg, ids)
+    if lengths:
+        sequence = torch.randint(low, vocab_size, (1, lengths[-1]), generator=generator)
+        sequence = sequence.to(device)
         model.set_attn_implementation(EXACT)
-        exact = _exact(model, ids)
-        n = min(len(prefill), len(exact) - 1)
+        exact = _exact(model, sequence, _compared(lengths))
+        model.set_attn_implementation(implementation)
+    for length in lengths:
+        prefill, step = _fast(model, cache_arg, sequence[:, :length])
+        n = min(len(prefill), length - 1)
+        want = torch.stack([exact[p] for p in range(length - 1 - n, length - 1)])
         diff = max(
-            float((prefill[-n:] - exact[-1 - n : -1]).abs().max()),
-            float((step[-1] - exact[-1]).abs().max()),
+            float((prefill[-n:] - want).abs().max()),
+            float((step[-1] - exact[length - 1]).abs().max()),
         )
         if diff > worst:
             worst, worst_length = diff, length
