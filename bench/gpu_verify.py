@@ -2,6 +2,8 @@
 
     python -m bench.gpu_verify --out DIR               # every row: honest x3, cheats x1
     python -m bench.gpu_verify --only fp32,W=16 --runs 1
+    python -m bench.gpu_verify --only bf16 --append     # add to DIR/gpu_verify.json
+    python -m bench.gpu_verify --merge A.json B.json --note "..."   # results of several calls
     python -m bench.gpu_verify --jobs 3                 # three verifications at a time
     python -m bench.gpu_verify --table                  # docs table from the results
 
@@ -18,7 +20,10 @@ REJECTED.
 
 The results (one summary per run, in ``bench.calibrate``'s row format, plus each run's
 stage times and the reference's self-test) go to ``DIR/gpu_verify.json`` after every run,
-so a run cut short still leaves what it measured. ``--jobs`` above 1 runs verifications
+so a run cut short still leaves what it measured; ``--append`` keeps the runs already
+there (a run of the same row and number is replaced), and ``--merge`` gathers the files of
+several calls (a machine whose commands are cut at ten minutes runs the rows in parts)
+into ``bench/results/gpu_verify.json``. ``--jobs`` above 1 runs verifications
 side by side: a run that another's engine made unclean (``env.gpu-busy`` at
 ``environment``) is run again alone at the end.
 """
@@ -38,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.calibrate import Row, make_source, summarise
+from bench.calibrate import Row, make_source, margin_rows, summarise
 from bench.common import REPO_ROOT, machine
 
 ZERO_DIGEST = "sha256:" + "0" * 64
@@ -305,21 +310,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cheat-runs", type=int, default=1, help="runs of each cheat")
     parser.add_argument("--jobs", type=int, default=1, help="verifications side by side")
     parser.add_argument("--only", default="", help="comma-separated row names")
+    parser.add_argument(
+        "--margins",
+        action="store_true",
+        help="bench.calibrate's margin rows (undeclared approximations, double spenders) "
+        "instead of the honest rows and cheats; each runs --runs times",
+    )
+    parser.add_argument("--append", action="store_true", help="keep the runs already in --out")
+    parser.add_argument("--merge", type=Path, nargs="+", help="gather these result files")
+    parser.add_argument("--note", default="", help="what --merge's results were run on")
     parser.add_argument("--table", action="store_true", help="rewrite the docs table only")
     args = parser.parse_args(argv)
+    if args.merge:
+        merged = merge([json.loads(p.read_text(encoding="utf-8")) for p in args.merge], args.note)
+        RESULTS.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+        print(f"{len(merged['runs'])} runs from {len(args.merge)} files -> {RESULTS}")
+        return 0
     if args.table:
         write_table(json.loads(RESULTS.read_text(encoding="utf-8")))
         return 0
-    chosen = [r for r in rows() if not args.only or r.name in args.only.split(",")]
+    listed = margin_rows() if args.margins else rows()
+    chosen = [r for r in listed if not args.only or r.name in args.only.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="podium-gpu-verify-"))
     spec = gpu_spec(work)
     plan = [
         (row, run)
         for row in chosen
-        for run in range(1, (args.runs if row.kind == "honest" else args.cheat_runs) + 1)
+        for run in range(
+            1, (args.runs if row.kind == "honest" or args.margins else args.cheat_runs) + 1
+        )
     ]
     results: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    if args.append and (args.out / RESULT).is_file():
+        kept = json.loads((args.out / RESULT).read_text(encoding="utf-8"))["runs"]
     started = time.perf_counter()
 
     def one(item: tuple[Row, int]) -> dict[str, Any]:
@@ -346,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "machine": {**machine(), "gpu": json.loads(spec.read_text())["hardware"]},
             "command": "python -m bench.gpu_verify " + " ".join(argv or sys.argv[1:]),
             "wall_s": round(time.perf_counter() - started, 1),
-            "runs": sorted(results, key=lambda r: (r["kind"], r["name"], r["run"])),
+            "runs": _gather(kept, results),
         }
         (args.out / RESULT).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
@@ -368,6 +393,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     shutil.rmtree(work, ignore_errors=True)
     return 1 if bad else 0
+
+
+def _gather(*parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of several parts, a later run of the same row and number replacing one
+    before it, in the table's order."""
+    runs: dict[tuple[str, int], dict[str, Any]] = {}
+    for part in parts:
+        runs.update({(r["name"], r["run"]): r for r in part})
+    return sorted(runs.values(), key=lambda r: (r["kind"], r["name"], r["run"]))
+
+
+def merge(documents: list[dict[str, Any]], note: str) -> dict[str, Any]:
+    """One results document from the documents of several calls (in the order given):
+    their runs gathered, each call's command and machine kept."""
+    if not documents:
+        raise ValueError("nothing to merge")
+    shas = {d["machine"].get("git_sha") for d in documents}
+    if len(shas) != 1:
+        raise ValueError(f"the files measured different commits: {sorted(map(str, shas))}")
+    return {
+        "machine": documents[-1]["machine"],
+        "git_sha": shas.pop(),
+        "note": note or f"{len(documents)} calls",
+        "calls": [
+            {
+                "command": d.get("command"),
+                "date": d["machine"].get("date"),
+                "wall_s": d.get("wall_s"),
+            }
+            for d in documents
+        ],
+        "runs": _gather(*(d["runs"] for d in documents)),
+    }
 
 
 def _line(r: dict[str, Any]) -> str:

@@ -1,0 +1,36 @@
+"""``bench.gpu_verify --merge``: the rows of several device calls become one results file."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.gpu_verify import merge
+
+
+def _doc(sha: str, command: str, *runs: tuple[str, str, int, bool]) -> dict[str, object]:
+    return {
+        "machine": {"git_sha": sha, "date": "2026-12-02T00:00:00Z"},
+        "command": command,
+        "wall_s": 1.0,
+        "runs": [{"name": n, "kind": k, "run": i, "ok": ok} for n, k, i, ok in runs],
+    }
+
+
+def test_merge_gathers_every_call_and_a_later_run_replaces_the_same_run() -> None:
+    first = _doc("abc", "--only fp32", ("fp32", "honest", 1, False), ("fp32", "honest", 2, True))
+    second = _doc(
+        "abc", "--only fp32,bf16", ("fp32", "honest", 1, True), ("bf16", "honest", 1, True)
+    )
+    doc = merge([first, second], "two calls")
+    assert [(r["name"], r["run"], r["ok"]) for r in doc["runs"]] == [
+        ("bf16", 1, True),
+        ("fp32", 1, True),
+        ("fp32", 2, True),
+    ]
+    assert [c["command"] for c in doc["calls"]] == ["--only fp32", "--only fp32,bf16"]
+    assert doc["git_sha"] == "abc" and doc["note"] == "two calls"
+
+
+def test_merge_refuses_files_of_different_commits() -> None:
+    with pytest.raises(ValueError, match="different commits"):
+        merge([_doc("abc", "x"), _doc("def", "y")], "")
