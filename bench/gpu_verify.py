@@ -236,9 +236,11 @@ def table(doc: dict[str, Any]) -> str:
     for r in doc["runs"]:
         rows.setdefault(r["name"], []).append(r)
     lines = [
-        "| row | kind | runs | verdicts | PPL | mean gap | worst answer | e | mean / allowed now "
-        "| worst / allowed now | reference attention | failing checks | as expected |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+        "| row | kind | runs | commit | verdicts | PPL | mean gap | worst answer | e "
+        "| mean / allowed now | worst / allowed now | reference attention | failing checks "
+        "| as expected |",
+        "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- "
+        "| --- |",
     ]
 
     def most(values: list[Any]) -> str:
@@ -267,6 +269,7 @@ def table(doc: dict[str, Any]) -> str:
             name,
             first["kind"],
             str(len(runs)),
+            ", ".join(sorted({str(r.get("git_sha", ""))[:7] for r in runs})),
             ", ".join(verdicts),
             f"{ppl:.3f}" if ppl else "–",
             most([r.get("mean_gap") for r in runs]),
@@ -289,16 +292,17 @@ def write_table(doc: dict[str, Any]) -> None:
     m = doc["machine"]
     body = (
         f"{HEADING}\n\n`bash bench/gpu.sh -k verifications` (`python -m bench.gpu_verify`; "
-        f"`--table` writes this table) · `bench/results/gpu_verify.json`\n\n"
+        "`--merge` gathers the calls, `--table` writes this table) · "
+        "`bench/results/gpu_verify.json`\n\n"
         f"{m['gpu']['gpu_name']}, {m.get('cores')} CPU cores, {m['date']}: {doc['note']}. "
         "Each run is `podium verify BUNDLE --runner process` on the GPU variant of tiny (the "
         "spec as shipped, its hardware that GPU, its reference on `cuda` in float32), so an "
         "honest run ends UNOFFICIAL: what counts is that no check fails. *mean / allowed now* "
         "and *worst / allowed now* put the largest recorded gaps against the allowances the "
         "spec ships today (the same gaps and e, today's exchange rates); *reference "
-        "attention* is what the reference's self-test found (tested → served). Runs made "
-        "unclean by a neighbour's engine (`--jobs 4`, `env.gpu-busy`) were re-run alone and "
-        "are not counted.\n\n" + table(doc) + "\n"
+        "attention* is what the reference's self-test found (tested → served); *commit* is "
+        "the tree each row's runs measured. Runs made unclean by a neighbour's engine "
+        "(`--jobs`, `env.gpu-busy`) were re-run alone and are not counted.\n\n" + table(doc) + "\n"
     )
     DOCS.write_text(text[:start] + body + text[end:], encoding="utf-8")
 
@@ -406,25 +410,30 @@ def _gather(*parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def merge(documents: list[dict[str, Any]], note: str) -> dict[str, Any]:
     """One results document from the documents of several calls (in the order given):
-    their runs gathered, each call's command and machine kept."""
+    their runs gathered, a later run of a row and number replacing an earlier one, each run
+    stamped with the commit its call measured (calls of one gathering may span commits:
+    the table names each row's), each call's command and machine kept."""
     if not documents:
         raise ValueError("nothing to merge")
-    shas = {d["machine"].get("git_sha") for d in documents}
-    if len(shas) != 1:
-        raise ValueError(f"the files measured different commits: {sorted(map(str, shas))}")
+    parts = []
+    for d in documents:
+        sha = d.get("machine", {}).get("git_sha") or d.get("git_sha")
+        if not sha:
+            raise ValueError(f"a results file names no commit: {d.get('command')!r}")
+        parts.append([{"git_sha": sha, **r} for r in d["runs"]])
     return {
         "machine": documents[-1]["machine"],
-        "git_sha": shas.pop(),
         "note": note or f"{len(documents)} calls",
         "calls": [
             {
-                "command": d.get("command"),
-                "date": d["machine"].get("date"),
+                "command": d.get("command") or d.get("commands"),
+                "git_sha": d.get("machine", {}).get("git_sha") or d.get("git_sha"),
+                "date": d.get("machine", {}).get("date"),
                 "wall_s": d.get("wall_s"),
             }
             for d in documents
         ],
-        "runs": _gather(*(d["runs"] for d in documents)),
+        "runs": _gather(*parts),
     }
 
 

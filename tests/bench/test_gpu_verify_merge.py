@@ -28,9 +28,21 @@ def test_merge_gathers_every_call_and_a_later_run_replaces_the_same_run() -> Non
         ("fp32", 2, True),
     ]
     assert [c["command"] for c in doc["calls"]] == ["--only fp32", "--only fp32,bf16"]
-    assert doc["git_sha"] == "abc" and doc["note"] == "two calls"
+    assert doc["note"] == "two calls"
 
 
-def test_merge_refuses_files_of_different_commits() -> None:
-    with pytest.raises(ValueError, match="different commits"):
-        merge([_doc("abc", "x"), _doc("def", "y")], "")
+def test_merge_stamps_each_run_with_the_commit_its_call_measured() -> None:
+    doc = merge(
+        [
+            _doc("abc", "x", ("fp32", "honest", 1, True)),
+            _doc("def", "y", ("bf16", "honest", 1, True)),
+        ],
+        "",
+    )
+    assert {(r["name"], r["git_sha"]) for r in doc["runs"]} == {("fp32", "abc"), ("bf16", "def")}
+    assert [c["git_sha"] for c in doc["calls"]] == ["abc", "def"]
+
+
+def test_merge_refuses_a_file_that_names_no_commit() -> None:
+    with pytest.raises(ValueError, match="names no commit"):
+        merge([_doc("", "x")], "")
