@@ -54,6 +54,8 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
         "ppl_delta_high": detail("ppl.reference-mismatch", "highest_delta_nats"),
         "caching_speedup": detail("integrity.caching", "speedup"),
         "same_path_fraction": detail("integrity.same-path", "fraction"),
+        "same_path_left_out": detail("integrity.same-path", "reference_top_left_out"),
+        "same_path_left_out_allowed": detail("integrity.same-path", "max_reference_top_left_out"),
         "tps_median": tps.get("median"),
         "tps_cv": tps.get("cv"),
         "tps_ci": (tps.get("stability") or {}).get("ci"),

@@ -258,6 +258,21 @@ def test_cheap_chat_tokens_with_a_forged_scoring_of_them_are_caught() -> None:
     assert "ppl.rank-mismatch" not in finding_ids(result)  # its ranks match its forged values
 
 
+def test_the_left_out_share_allows_for_the_noise_of_a_few_probed_tokens() -> None:
+    """An honest lossy engine lists its own top, the token it generated, so its left-out
+    positions are its decode's large gaps: on tiny's 4 probes (128 tokens) an honest window
+    of 24 with int8 weights left out 5 (3.9 %) against a rate of 3.24 %. The allowance adds
+    three standard deviations of such a count, which vanish as the probes grow."""
+    from verifier.checks.same_path import left_out_allowance
+
+    rate = 0.0324
+    honest = 5 / 128
+    assert left_out_allowance(rate, 128) >= 2 * honest  # half of the allowance or less
+    assert left_out_allowance(rate, 128) < 0.1  # a forged cheap answer leaves out ~half
+    assert left_out_allowance(rate, 8 * 512) < 1.3 * rate  # fast-gemma: 8 probes of 512
+    assert left_out_allowance(rate, 10**9) == pytest.approx(rate, rel=1e-3)
+
+
 def test_one_answer_replayed_under_forged_prompt_ids_is_caught() -> None:
     bad = Misbehave(replay_first=True)
     result, outcomes = judged(bad, CHAT)

@@ -22,7 +22,8 @@ loss admits, and a whole nat of loss per token leaves nothing of this filter, as
 leaves the entry over any cap. The share of positions that leave the reference's top out
 may be what the decode's own allowance gives its large gaps (``verifier.checks.reference``:
 a lossy entry the reference cannot reproduce differs from it by what its own scoring loss
-admits, and no more). This is a cheap first filter,
+admits, and no more), with room for the sampling noise of a count over a few probes
+(``left_out_allowance``). This is a cheap first filter,
 not the proof: an engine that recognises the probes could answer them honestly, and the
 proof of honest decoding is ``integrity.reference-decode`` on the timed answers
 themselves. Without a reference engine (a self-check run without one) only the first
@@ -129,6 +130,21 @@ def self_gap_allowance(
     return float(margin) + factor * excess
 
 
+#: standard deviations of sampling noise allowed over the left-out rate (see below)
+LEFT_OUT_SIGMAS = 3.0
+
+
+def left_out_allowance(rate: float, tokens: int) -> float:
+    """The share of probed positions that may leave out the reference's top: the decode's
+    large-gap allowance ``rate`` (an honest engine lists its own top, the token it
+    generated, so its left-out positions are its decode's large gaps), plus
+    ``LEFT_OUT_SIGMAS`` standard deviations of a count of ``tokens`` positions at that
+    rate (Poisson: ``sqrt(rate * tokens)``). A few probes hold few tokens (128 on tiny):
+    an honest window of 24 with int8 weights left out 5 of 128 (3.9 %) against a rate of
+    3.2 % while its decode's large gaps over 1,408 sampled tokens were 1.1 %."""
+    return rate + LEFT_OUT_SIGMAS * math.sqrt(rate / tokens)
+
+
 async def same_path(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "same_path")
     if settings is None:
@@ -176,7 +192,9 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
         )
     fraction = matched / total if total else 1.0
     left_share = missing / total if total else 0.0
-    max_left = allowed.large_share if allowed is not None else None
+    max_left = (
+        left_out_allowance(allowed.large_share, total) if allowed is not None and total else None
+    )
     mean_self_gap = math.fsum(gaps) / len(gaps) if gaps else 0.0
     kv_cache = (
         ev is not None and ev.model is not None and bool(set(ev.model.budgeted) & set(KV_CACHE))
@@ -198,6 +216,7 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
         "with_reference": allowed is not None,
         "reference_top_left_out": left_share,
         "max_reference_top_left_out": max_left,
+        "left_out_rate": allowed.large_share if allowed is not None else None,
         "probes": rows,
     }
     text = (
