@@ -671,8 +671,7 @@ def sweep_cmd(
       podium submission sweep my-entry --knob MAX_MODEL_LEN=1024,2048 --runner process --json
     """
     from submission.config import load_config
-    from submission.sweep import Budget, SweepEvents, SweepRequest, run_sweep
-    from submission.sweep_plan import parse_knob
+    from submission.sweep import Budget, SweepEvents, SweepRequest, parse_knob, run_sweep
 
     set_json(json_out)
     _need_sweep_extra(search is not None)
@@ -698,7 +697,7 @@ def sweep_cmd(
     if json_mode():
         result = run_sweep(req, measure, SweepEvents())
     else:
-        from submission.sweep_live import LiveSweep
+        from podium.cli.sweep_live import LiveSweep
 
         con = console()
         con.print(
@@ -709,7 +708,7 @@ def sweep_cmd(
             result = run_sweep(req, measure, live)
 
     def human(con: Console) -> None:
-        from submission.sweep_live import answer_table
+        from podium.cli.sweep_live import answer_table
 
         a = result.answer
         con.print(answer_table(a))

@@ -1,17 +1,10 @@
-"""``podium submission sweep``: the participant's tuning loop, measured as the organizers measure.
+"""The sweeper: each measurement of one sweep, run and recorded as it ends, then the answer.
 
-Each point is the directory with some ``[engine.config]`` knobs changed, packaged like
-``selfcheck`` packages it and run through the organizers' pipeline on the public prompts
-(``measure``: the CLI hands in ``verifier.pipeline.verify``, since ``submission`` never
-imports the verifier). The results are SELF-REPORTED.
-
-The points run in a seeded random order, with the directory's own config (the baseline)
-measured before the first, after every ``baseline_every`` points and at the end, so that a
-machine whose speed drifts shows it, and each point is also read against the baselines
-beside it. Each measurement is appended to ``OUT/sweep.jsonl`` as it ends; a sweep run
-again measures only the points that file lacks (``remeasure`` measures them all again).
-Then the front's points are measured once on the held-out set, which gives the margin
-(``submission.sweep_answer``), and the recommendation is written as a ``podium.toml``.
+``Sweeper.run`` writes a point into a copy of the directory, packages it and hands the
+bundle to ``measure`` (one run of the organizers' pipeline), and appends what the report
+says to the journal. ``run_sweep`` measures the points, then the front's on the held-out
+set (for the margin), and ``finish`` writes the recommendation, its diff, the plot and
+``answer.json``.
 """
 
 from __future__ import annotations
@@ -27,10 +20,10 @@ from typing import Any
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.findings import errors_in
-from submission.sweep_answer import Answer, answer, given_margin, latest, measured_margin
-from submission.sweep_plan import BASELINE, Knob, Point, grid, order, schedule
-from submission.sweep_points import config_diff, materialise, point_toml, read_config
-from submission.sweep_store import Measurement, SweepFile, append, measurement_of, open_sweep
+from submission.sweep.answer import Answer, answer, given_margin, latest, measured_margin
+from submission.sweep.directory import config_diff, materialise, point_toml, read_config
+from submission.sweep.journal import Measurement, SweepFile, append, measurement_of, open_sweep
+from submission.sweep.space import BASELINE, Knob, Point, grid, order, schedule
 
 SWEEP_FILE = "sweep.jsonl"
 #: ``(bundle, out_dir, heldout, events) -> report document``: one run of the pipeline
@@ -230,7 +223,7 @@ def run_sweep(
         )
     sweeper = Sweeper(req, measure, ev)
     if req.search is not None:
-        from submission.sweep_search import search
+        from submission.sweep.search import search
 
         search(sweeper, req.knobs, req.search, seed=req.seed, baseline_every=req.baseline_every)
     else:
@@ -259,7 +252,7 @@ def finish(sweeper: Sweeper) -> SweepResult:
         result.diff = req.out / "recommended.diff"
         result.diff.write_text(config_diff(req.directory, point), encoding="utf-8")
     try:
-        from submission.sweep_plot import plot
+        from submission.sweep.plot import plot
     except ImportError:  # the sweep extra's matplotlib
         result.notes.append("no plot: pip install 'podium[sweep]' (matplotlib)")
     else:

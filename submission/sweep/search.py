@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from submission.sweep_answer import relative
-from submission.sweep_plan import BASELINE, Knob, Point, canonical
-from submission.sweep_store import Measurement
+from submission.sweep.answer import relative
+from submission.sweep.journal import Measurement
+from submission.sweep.space import BASELINE, Knob, Point, canonical
 
 if TYPE_CHECKING:
-    from submission.sweep import Budget, Sweeper
+    from submission.sweep.runner import Budget, Sweeper
 
 #: asks in a row that only found measured points: the space is used up
 MAX_REPEATS = 50
