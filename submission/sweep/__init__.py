@@ -19,6 +19,9 @@ One module per concept, each importing only those above it:
     directory   a point as a submission directory: its ``podium.toml``, its diff
     journal     the sweep's JSON Lines file (``Measurement``, ``SweepFile``)
     answer      the front, the margin and the recommendation, pure functions
+    strategy    the protocol a strategy measures through (``Strategy``, ``Measurements``)
+    grid        the strategy that measures every combination
+    search      the strategy of ``--search``: optuna within a ``Budget``
     runner      the sweeper (measures one point, records it) and ``run_sweep``
     plot        the picture (matplotlib, the ``sweep`` extra)
 
@@ -27,7 +30,8 @@ the ``SweepEvents`` the sweeper emits.
 """
 
 from submission.sweep.journal import Measurement, SweepFile
-from submission.sweep.runner import Budget, SweepEvents, SweepRequest, SweepResult, run_sweep
+from submission.sweep.runner import SweepEvents, SweepRequest, SweepResult, run_sweep
+from submission.sweep.search import Budget
 from submission.sweep.space import BASELINE, Knob, Point, parse_knob
 
 __all__ = [

@@ -11,19 +11,37 @@ again gets its recorded value back without being measured.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import re
+from dataclasses import dataclass
+from typing import Any
 
+from podium.errors import UsageError
 from submission.sweep.answer import relative
 from submission.sweep.journal import Measurement
 from submission.sweep.space import BASELINE, Knob, Point, canonical
-
-if TYPE_CHECKING:
-    from submission.sweep.runner import Budget, Sweeper
+from submission.sweep.strategy import Measurements
 
 #: asks in a row that only found measured points: the space is used up
 MAX_REPEATS = 50
 #: the one constraint: <= 0 when the point passed every check (PPL cap included)
 CONSTRAINT = "passes"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``--search N`` (points) or ``--search Nm`` (minutes of measuring)."""
+
+    points: int | None = None
+    minutes: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Budget:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(m|min|minutes?)?\s*", text)
+        if not m or float(m[1]) <= 0:
+            raise UsageError(
+                f"--search {text!r} is not a budget", hint="--search 12 (points) or --search 30m"
+            )
+        return cls(minutes=float(m[1])) if m[2] else cls(points=int(float(m[1])))
 
 
 def distributions(knobs: list[Knob]) -> dict[str, Any]:
@@ -79,62 +97,69 @@ def objective(m: Measurement, all_: list[Measurement], cap: float | None) -> tup
     return rel or 0.0, (m.ppl - cap) if cap is not None else 0.0
 
 
-def search(
-    sweeper: Sweeper, knobs: list[Knob], budget: Budget, *, seed: int, baseline_every: int
-) -> None:
-    import optuna
+@dataclass(frozen=True)
+class Search:
+    """The ``Strategy`` of ``--search``: ``cap`` is the challenge's PPL cap (the constraint)."""
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    dists = distributions(knobs)
-    cap = sweeper.req.spec.quality.cap
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=4)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
-    sweep = sweeper.sweep
-    recorded: dict[str, tuple[float, float]] = {}
-    for m in sweep.in_round():
-        params = _params(m.changes, dists) if m.role == "point" else None
-        if params is None or m.key in recorded:
-            continue
-        recorded[m.key] = objective(m, sweep.measurements, cap)
-        value, constraint = recorded[m.key]
-        study.add_trial(
-            optuna.trial.create_trial(
-                params=params,
-                distributions=dists,
-                value=value,
-                constraints={CONSTRAINT: constraint},
+    knobs: list[Knob]
+    budget: Budget
+    cap: float | None
+    seed: int = 0
+    baseline_every: int = 1
+
+    def measure(self, sweep: Measurements) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        dists = distributions(self.knobs)
+        sampler = optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=4)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        journal = sweep.journal
+        recorded: dict[str, tuple[float, float]] = {}
+        for m in journal.in_round():
+            params = _params(m.changes, dists) if m.role == "point" else None
+            if params is None or m.key in recorded:
+                continue
+            recorded[m.key] = objective(m, journal.measurements, self.cap)
+            value, constraint = recorded[m.key]
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params=params,
+                    distributions=dists,
+                    value=value,
+                    constraints={CONSTRAINT: constraint},
+                )
             )
-        )
 
-    def left() -> bool:
-        if budget.points is not None:
-            return len(recorded) < budget.points
-        return sweep.spent_seconds() < (budget.minutes or 0) * 60
+        def left() -> bool:
+            if self.budget.points is not None:
+                return len(recorded) < self.budget.points
+            return journal.spent_seconds() < (self.budget.minutes or 0) * 60
 
-    if budget.points is not None:
-        sweeper.ev.plan(max(0, budget.points - len(recorded)), 0)
-    since_baseline, repeats = baseline_every, 0
-    while left() and repeats < MAX_REPEATS:
-        trial = study.ask(dists)
-        point = _point(trial.params, dists)
-        if point.config(sweeper.base) == BASELINE.config(sweeper.base):
-            point = BASELINE
-        if point.key in recorded or point == BASELINE:
-            value, constraint = recorded.get(point.key, (1.0, 0.0))
+        if self.budget.points is not None:
+            sweep.plan(max(0, self.budget.points - len(recorded)), 0)
+        since_baseline, repeats = self.baseline_every, 0
+        while left() and repeats < MAX_REPEATS:
+            trial = study.ask(dists)
+            point = _point(trial.params, dists)
+            if point.config(sweep.base) == BASELINE.config(sweep.base):
+                point = BASELINE
+            if point.key in recorded or point == BASELINE:
+                value, constraint = recorded.get(point.key, (1.0, 0.0))
+                trial.set_constraint(CONSTRAINT, constraint)
+                study.tell(trial, value)
+                repeats += 1
+                continue
+            repeats = 0
+            sweep.check(point)
+            if since_baseline >= self.baseline_every:
+                sweep.run(BASELINE, "baseline")
+                since_baseline = 0
+            m = sweep.run(point, "point")
+            since_baseline += 1
+            recorded[point.key] = objective(m, journal.measurements, self.cap)
+            value, constraint = recorded[point.key]
             trial.set_constraint(CONSTRAINT, constraint)
             study.tell(trial, value)
-            repeats += 1
-            continue
-        repeats = 0
-        sweeper.check(point)
-        if since_baseline >= baseline_every:
-            sweeper.run(BASELINE, "baseline")
-            since_baseline = 0
-        m = sweeper.run(point, "point")
-        since_baseline += 1
-        recorded[point.key] = objective(m, sweep.measurements, cap)
-        value, constraint = recorded[point.key]
-        trial.set_constraint(CONSTRAINT, constraint)
-        study.tell(trial, value)
-    if sweep.last_role() != "baseline":
-        sweeper.run(BASELINE, "baseline")
+        if journal.last_role() != "baseline":
+            sweep.run(BASELINE, "baseline")

@@ -33,8 +33,8 @@ from submission.sweep.answer import (
     relative,
 )
 from submission.sweep.directory import edit_config, point_toml, read_config
+from submission.sweep.grid import grid, order, schedule
 from submission.sweep.journal import append, load, open_sweep
-from submission.sweep.space import grid, order, schedule
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_DIGEST = "sha256:" + "ab" * 32
