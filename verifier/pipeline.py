@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.errors import EngineError, PodiumError, UsageError
+from podium.events import Events
 from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec, ReferenceEngine
 from schemas.check_ids import (
@@ -69,14 +70,6 @@ ORGANIZER_LOG = "engine.log"
 
 #: how the verifier's reference engine is started: given the spec's reference settings
 ReferenceFactory = Callable[[ReferenceEngine, DeclaredModel], ReferenceRunner]
-
-
-class Events:
-    """What a display hears about a run; the default hears nothing."""
-
-    def stage(self, name: str, status: str, note: str = "") -> None: ...
-    def progress(self, stage: str, done: int, total: int) -> None: ...
-    def log(self, line: str) -> None: ...
 
 
 @dataclass

@@ -19,8 +19,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from podium.events import Events
 from podium.untrusted import markup, text
-from verifier.pipeline import Events
 
 _MARK = {"ok": "[green]ok[/]", "failed": "[red]FAILED[/]", "skipped": "[yellow]skipped[/]"}
 

@@ -29,6 +29,7 @@ from podium.cli.options import (
 )
 from podium.cli.output import console, emit, json_mode, set_json
 from podium.errors import EXIT_FINDINGS, UsageError
+from podium.events import Events
 from podium.untrusted import markup, text
 from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
 from schemas.findings import Finding, errors_in
@@ -563,22 +564,9 @@ def _pipeline_measure(spec: ChallengeSpec, runner: LocalRunner) -> Any:
     for the held-out runs that give the margin, the pipeline ``verify`` runs (the
     challenge's own held-out set, unsigned)."""
     from podium.cli.verify_cmd import make_runner, reference_runner
-    from verifier.pipeline import Events, VerifyRequest, verify
+    from verifier.pipeline import VerifyRequest, verify
 
-    class Forward(Events):
-        def __init__(self, to: Any) -> None:
-            self.to = to
-
-        def stage(self, name: str, status: str, note: str = "") -> None:
-            self.to.stage(name, status, note)
-
-        def progress(self, stage: str, done: int, total: int) -> None:
-            self.to.progress(stage, done, total)
-
-        def log(self, line: str) -> None:
-            self.to.log(line)
-
-    def measure(bundle: Path, out: Path, heldout: bool, events: Any) -> dict[str, Any]:
+    def measure(bundle: Path, out: Path, heldout: bool, events: Events) -> dict[str, Any]:
         req = VerifyRequest(
             bundle=bundle,
             spec=spec,
@@ -587,7 +575,7 @@ def _pipeline_measure(spec: ChallengeSpec, runner: LocalRunner) -> Any:
             self_check=not heldout,
             reference=reference_runner,
         )
-        return verify(req, Forward(events)).report
+        return verify(req, events).report
 
     return measure
 
@@ -671,8 +659,7 @@ def sweep_cmd(
       podium submission sweep my-entry --knob MAX_MODEL_LEN=1024,2048 --runner process --json
     """
     from submission.config import load_config
-    from submission.sweep import Budget, SweepEvents, SweepRequest, run_sweep
-    from submission.sweep_plan import parse_knob
+    from submission.sweep import Budget, SweepEvents, SweepRequest, parse_knob, run_sweep
 
     set_json(json_out)
     _need_sweep_extra(search is not None)
@@ -698,7 +685,7 @@ def sweep_cmd(
     if json_mode():
         result = run_sweep(req, measure, SweepEvents())
     else:
-        from submission.sweep_live import LiveSweep
+        from podium.cli.sweep_live import LiveSweep
 
         con = console()
         con.print(
@@ -709,7 +696,7 @@ def sweep_cmd(
             result = run_sweep(req, measure, live)
 
     def human(con: Console) -> None:
-        from submission.sweep_live import answer_table
+        from podium.cli.sweep_live import answer_table
 
         a = result.answer
         con.print(answer_table(a))

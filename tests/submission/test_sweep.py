@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from podium.errors import UsageError
-from submission.sweep import Budget
-from submission.sweep_answer import (
+from submission.sweep import BASELINE, Budget, Measurement, Point, parse_knob
+from submission.sweep.answer import (
     answer,
     given_margin,
     measured_margin,
@@ -32,9 +32,9 @@ from submission.sweep_answer import (
     pareto_front,
     relative,
 )
-from submission.sweep_plan import BASELINE, Point, grid, order, parse_knob, schedule
-from submission.sweep_points import edit_config, point_toml, read_config
-from submission.sweep_store import Measurement, append, load, open_sweep
+from submission.sweep.directory import edit_config, point_toml, read_config
+from submission.sweep.grid import grid, order, schedule
+from submission.sweep.journal import append, load, open_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_DIGEST = "sha256:" + "ab" * 32

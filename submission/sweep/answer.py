@@ -18,8 +18,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from submission.sweep_plan import BASELINE, Point
-from submission.sweep_store import Measurement
+from submission.sweep.journal import Measurement
+from submission.sweep.space import BASELINE, Point
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from podium.errors import UsageError
 from schemas.check_ids import TPS_UNSTABLE
-from submission.sweep_plan import Point, canonical
+from submission.sweep.space import Point, canonical
 
 VERSION = 1
 #: verdicts of a run that passed every check (a self-check is never VERIFIED)

@@ -19,7 +19,7 @@ from typing import Any
 
 from podium.errors import UsageError
 from submission.defaults import CONFIG_FILE, MANIFEST_FILE
-from submission.sweep_plan import Point
+from submission.sweep.space import Point
 
 _SECTION = re.compile(r"^\s*\[\s*engine\s*\.\s*config\s*\]\s*(#.*)?$")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")

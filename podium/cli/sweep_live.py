@@ -20,10 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from podium.untrusted import text
-from submission.sweep import SweepEvents
-from submission.sweep_answer import Answer, Candidate, relative
-from submission.sweep_plan import Point
-from submission.sweep_store import Measurement, SweepFile
+from submission.sweep import Measurement, Point, SweepEvents, SweepFile
+from submission.sweep.answer import Answer, Candidate, relative
 
 _STYLE = {
     "SELF-REPORTED": "green",

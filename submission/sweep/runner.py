@@ -1,22 +1,14 @@
-"""``podium submission sweep``: the participant's tuning loop, measured as the organizers measure.
+"""The sweeper: each measurement of one sweep, run and recorded as it ends, then the answer.
 
-Each point is the directory with some ``[engine.config]`` knobs changed, packaged like
-``selfcheck`` packages it and run through the organizers' pipeline on the public prompts
-(``measure``: the CLI hands in ``verifier.pipeline.verify``, since ``submission`` never
-imports the verifier). The results are SELF-REPORTED.
-
-The points run in a seeded random order, with the directory's own config (the baseline)
-measured before the first, after every ``baseline_every`` points and at the end, so that a
-machine whose speed drifts shows it, and each point is also read against the baselines
-beside it. Each measurement is appended to ``OUT/sweep.jsonl`` as it ends; a sweep run
-again measures only the points that file lacks (``remeasure`` measures them all again).
-Then the front's points are measured once on the held-out set, which gives the margin
-(``submission.sweep_answer``), and the recommendation is written as a ``podium.toml``.
+``Sweeper.run`` writes a point into a copy of the directory, packages it and hands the
+bundle to ``measure`` (one run of the organizers' pipeline), and appends what the report
+says to the journal. ``run_sweep`` measures the points, then the front's on the held-out
+set (for the margin), and ``finish`` writes the recommendation, its diff, the plot and
+``answer.json``.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,44 +17,29 @@ from pathlib import Path
 from typing import Any
 
 from podium.errors import UsageError
+from podium.events import Events
 from schemas.challenge import ChallengeSpec
 from schemas.findings import errors_in
-from submission.sweep_answer import Answer, answer, given_margin, latest, measured_margin
-from submission.sweep_plan import BASELINE, Knob, Point, grid, order, schedule
-from submission.sweep_points import config_diff, materialise, point_toml, read_config
-from submission.sweep_store import Measurement, SweepFile, append, measurement_of, open_sweep
+from submission.sweep.answer import Answer, answer, given_margin, latest, measured_margin
+from submission.sweep.directory import config_diff, materialise, point_toml, read_config
+from submission.sweep.grid import Grid
+from submission.sweep.journal import Measurement, SweepFile, append, measurement_of, open_sweep
+from submission.sweep.search import Budget, Search
+from submission.sweep.space import Knob, Point
+from submission.sweep.strategy import Strategy
 
 SWEEP_FILE = "sweep.jsonl"
 #: ``(bundle, out_dir, heldout, events) -> report document``: one run of the pipeline
-Measure = Callable[[Path, Path, bool, Any], dict[str, Any]]
+Measure = Callable[[Path, Path, bool, Events], dict[str, Any]]
 
 
-class SweepEvents:
-    """What a display hears about a sweep; also the pipeline's events for the current run."""
+class SweepEvents(Events):
+    """What a display hears about a sweep: its plan and each measurement, and (the
+    ``podium.events`` part) the pipeline's events for the current run."""
 
     def plan(self, total: int, done: int) -> None: ...
     def begin(self, point: Point, role: str) -> None: ...
     def end(self, m: Measurement, sweep: SweepFile) -> None: ...
-    def stage(self, name: str, status: str, note: str = "") -> None: ...
-    def progress(self, stage: str, done: int, total: int) -> None: ...
-    def log(self, line: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class Budget:
-    """``--search N`` (points) or ``--search Nm`` (minutes of measuring)."""
-
-    points: int | None = None
-    minutes: float | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Budget:
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(m|min|minutes?)?\s*", text)
-        if not m or float(m[1]) <= 0:
-            raise UsageError(
-                f"--search {text!r} is not a budget", hint="--search 12 (points) or --search 30m"
-            )
-        return cls(minutes=float(m[1])) if m[2] else cls(points=int(float(m[1])))
 
 
 @dataclass
@@ -109,13 +86,14 @@ def now_iso() -> str:
 
 
 class Sweeper:
-    """Runs measurements of one sweep and records each as it ends."""
+    """Runs measurements of one sweep and records each as it ends: the ``Measurements``
+    its strategy measures through."""
 
     def __init__(self, req: SweepRequest, measure: Measure, events: SweepEvents) -> None:
         self.req, self.measure, self.ev = req, measure, events
         self.text, self.base = read_config(req.directory)
         self.file = req.out / SWEEP_FILE
-        self.sweep = open_sweep(
+        self.journal = open_sweep(
             self.file,
             directory=req.directory,
             challenge=req.spec.id,
@@ -125,6 +103,9 @@ class Sweeper:
         )
         self.measured = 0
 
+    def plan(self, total: int, done: int) -> None:
+        self.ev.plan(total, done)
+
     def check(self, point: Point) -> None:
         """Fail before anything runs when a point cannot be written exactly."""
         point_toml(self.req.directory, point)
@@ -133,7 +114,7 @@ class Sweeper:
         from submission.bundle import package
 
         self.ev.begin(point, role)
-        seq = self.sweep.next_seq
+        seq = self.journal.next_seq
         pdir = self.req.out / "points" / point.id
         t0 = time.monotonic()
         src = materialise(self.req.directory, point, pdir / "src", skip=self.req.out)
@@ -163,31 +144,26 @@ class Sweeper:
             point=point,
             seconds=time.monotonic() - t0,
             report_path=report_path,
-            round_=self.sweep.round,
+            round_=self.journal.round,
             ended=now_iso(),
         )
         append(self.file, m.to_dict())
-        self.sweep.measurements.append(m)
+        self.journal.measurements.append(m)
         self.measured += 1
-        self.ev.end(m, self.sweep)
+        self.ev.end(m, self.journal)
         return m
-
-    def run_schedule(self, plan: list[Point], done: int = 0) -> None:
-        self.ev.plan(len(plan), done)
-        for point in plan:
-            self.run(point, "baseline" if point == BASELINE else "point")
 
     def answer(self) -> Answer:
         cap = self.req.spec.quality.cap
         margin = given_margin(self.req.margin) if self.req.margin is not None else None
         if margin is None:
-            first = answer(self.sweep.measurements, cap, given_margin(0.0))
+            first = answer(self.journal.measurements, cap, given_margin(0.0))
             pairs = [
                 (c.label, float(c.ppl), float(c.heldout_ppl))
                 for c in first.candidates
                 if c.point in first.front and c.ppl is not None and c.heldout_ppl is not None
             ]
-            held = latest(self.sweep.measurements, "heldout")
+            held = latest(self.journal.measurements, "heldout")
             failed = sum(
                 1
                 for c in first.candidates
@@ -196,14 +172,14 @@ class Sweeper:
                 and held[_key(c)].verdict == "FAILED"
             )
             margin = measured_margin(pairs, failed=failed)
-        return answer(self.sweep.measurements, cap, margin)
+        return answer(self.journal.measurements, cap, margin)
 
     def measure_heldout(self) -> None:
         """The front's points, once each on the held-out set (for the margin)."""
         if self.req.margin is not None:
             return
-        first = answer(self.sweep.measurements, self.req.spec.quality.cap, given_margin(0.0))
-        done = self.sweep.done("heldout", retry_failed=self.req.retry_failed)
+        first = answer(self.journal.measurements, self.req.spec.quality.cap, given_margin(0.0))
+        done = self.journal.done("heldout", retry_failed=self.req.retry_failed)
         todo = [c for c in first.candidates if c.point in first.front and _key(c) not in done]
         if todo:
             self.ev.plan(len(todo), 0)
@@ -229,23 +205,24 @@ def run_sweep(
             hint="give the margin yourself: --margin PPL (e.g. the spread you expect)",
         )
     sweeper = Sweeper(req, measure, ev)
-    if req.search is not None:
-        from submission.sweep_search import search
-
-        search(sweeper, req.knobs, req.search, seed=req.seed, baseline_every=req.baseline_every)
-    else:
-        points = order(grid(req.knobs, sweeper.base), req.seed)
-        for point in points:
-            sweeper.check(point)
-        done = sweeper.sweep.done("point", retry_failed=req.retry_failed)
-        todo = [p for p in points if p.key not in done]
-        need_baseline = "baseline" not in {m.role for m in sweeper.sweep.in_round()}
-        plan = schedule(todo, baseline_every=req.baseline_every, start_with_baseline=True)
-        if not plan and need_baseline:
-            plan = [BASELINE]
-        sweeper.run_schedule(plan, len(points) - len(todo))
+    strategy_of(req).measure(sweeper)
     sweeper.measure_heldout()
     return finish(sweeper)
+
+
+def strategy_of(req: SweepRequest) -> Strategy:
+    """``--search``'s optuna within its budget, else the whole grid."""
+    if req.search is not None:
+        return Search(
+            req.knobs,
+            req.search,
+            req.spec.quality.cap,
+            seed=req.seed,
+            baseline_every=req.baseline_every,
+        )
+    return Grid(
+        req.knobs, seed=req.seed, baseline_every=req.baseline_every, retry_failed=req.retry_failed
+    )
 
 
 def finish(sweeper: Sweeper) -> SweepResult:
@@ -259,7 +236,7 @@ def finish(sweeper: Sweeper) -> SweepResult:
         result.diff = req.out / "recommended.diff"
         result.diff.write_text(config_diff(req.directory, point), encoding="utf-8")
     try:
-        from submission.sweep_plot import plot
+        from submission.sweep.plot import plot
     except ImportError:  # the sweep extra's matplotlib
         result.notes.append("no plot: pip install 'podium[sweep]' (matplotlib)")
     else:

@@ -1,4 +1,4 @@
-"""What a sweep measures: the knobs it varies, the points they make, the order they run in.
+"""What a sweep measures: the knobs it varies and the points they make.
 
 ``--knob NAME=V1,V2,...`` gives a knob its values; each value is JSON (``16``, ``true``,
 ``{"method": "mtp", "num_speculative_tokens": 3}``), a bare word (a string), or ``none``
@@ -12,9 +12,7 @@ again under the same key.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import random
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,44 +167,3 @@ class Point:
 
 #: the baseline: the directory's own config, no changes
 BASELINE = Point()
-
-
-def grid(knobs: list[Knob], base: dict[str, Any]) -> list[Point]:
-    """Every combination of the knobs' values, minus those that are the base config itself
-    (the baseline is measured anyway) and duplicates (two changes with one config)."""
-    if not knobs:
-        raise UsageError(
-            "a sweep needs at least one --knob", hint="e.g. --knob SLIDING_WINDOW=16,32"
-        )
-    names = [k.name for k in knobs]
-    if len(set(names)) != len(names):
-        raise UsageError(f"--knob names a knob twice: {', '.join(names)}")
-    seen, points = {canonical(base)}, []
-    for combo in itertools.product(*(k.values() for k in knobs)):
-        point = Point.of(dict(zip(names, combo, strict=True)))
-        config = canonical(point.config(base))
-        if config not in seen:
-            seen.add(config)
-            points.append(point)
-    return points
-
-
-def order(points: list[Point], seed: int) -> list[Point]:
-    """The points in a seeded random order: neither the grid's order nor a knob's value
-    lines up with the time of day (or with a neighbour's load)."""
-    shuffled = sorted(points, key=lambda p: p.key)
-    random.Random(seed).shuffle(shuffled)
-    return shuffled
-
-
-def schedule(points: list[Point], *, baseline_every: int, start_with_baseline: bool) -> list[Point]:
-    """The measurements in order: the baseline before the first point (unless the last
-    measurement already was one), after every ``baseline_every`` points, and at the end."""
-    if baseline_every < 1:
-        raise UsageError("--baseline-every must be at least 1")
-    plan: list[Point] = [BASELINE] if start_with_baseline and points else []
-    for i, point in enumerate(points, start=1):
-        plan.append(point)
-        if i % baseline_every == 0 or i == len(points):
-            plan.append(BASELINE)
-    return plan

@@ -17,8 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from submission.sweep_answer import Answer, Candidate
-from submission.sweep_plan import Point
+from submission.sweep.answer import Answer, Candidate
+from submission.sweep.space import Point
 
 #: leaderboard/views/static/app.js COLORS and style.css
 COLORS = {
