@@ -53,8 +53,8 @@ from schemas.findings import Finding
 from schemas.report import FAILED, UNOFFICIAL, CheckResult, Failure, Stage
 from verifier.datasets import EvaluationSets, evaluation_sets
 from verifier.declared import DeclaredModel, declared_model
+from verifier.evaluation import judge_with_reference, run_harness
 from verifier.fingerprint import clean_gpu_findings, hardware_findings, take_fingerprint
-from verifier.harness import judge_with_reference, run_harness
 from verifier.harness.render import TokenizerRenderer
 from verifier.harness.run import HarnessResult
 from verifier.intake import Intake, intake

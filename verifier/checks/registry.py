@@ -9,19 +9,23 @@ engine has answered everything (it sends nothing: it reads what was recorded);
 participant's engine has stopped (``ppl.cap`` runs there: it judges the PPL no sampled
 record of which counts as better than the reference scored it).
 
-A check that raises ``EngineError`` becomes an ``error`` result
-("could not evaluate"), never a pass.
+Checks are plain functions of the evidence; one written as a coroutine is awaited.
+``judge`` runs a phase's checks where no event loop runs (the pipeline's reference
+phase), ``run_checks`` inside one (the harness's ``checks`` stage). A check that raises
+``EngineError`` becomes an ``error`` result ("could not evaluate", ``not_evaluated``),
+never a pass.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Iterable
 
 from podium.errors import EngineError, UsageError
 from schemas import check_ids as ids
-from schemas.report import CheckResult
 from verifier.checks import caching, lengths, prompts, reference, results, same_path
-from verifier.checks.base import CheckContext, CheckFn, CheckOutcome
+from verifier.checks.base import CheckContext, CheckFn, CheckOutcome, not_evaluated
 
 #: (id, function), in the order they run; a findings-only function returns no result
 _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
@@ -57,13 +61,17 @@ def get(check_id: str) -> CheckFn:
 async def run_check(check_id: str, ctx: CheckContext) -> CheckOutcome:
     fn = get(check_id)
     try:
-        return await fn(ctx)
+        outcome = fn(ctx)
+        return await outcome if inspect.isawaitable(outcome) else outcome
     except EngineError as exc:
-        return CheckOutcome(
-            CheckResult(check_id, "error", f"could not evaluate: {exc}", {"error": str(exc)})
-        )
+        return not_evaluated(check_id, exc)
 
 
 async def run_checks(check_ids: Iterable[str], ctx: CheckContext) -> list[CheckOutcome]:
     """Run checks one after another (reference checks send requests; they must not overlap)."""
     return [await run_check(check_id, ctx) for check_id in check_ids]
+
+
+def judge(check_ids: Iterable[str], ctx: CheckContext) -> list[CheckOutcome]:
+    """``run_checks`` from code that runs no event loop."""
+    return asyncio.run(run_checks(check_ids, ctx))
