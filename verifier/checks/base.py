@@ -44,6 +44,8 @@ class CheckContext:
     reference_evidence: ReferenceEvidence | None = None
     #: the pinned model's own PPL on the held-out set in use, where the spec pins it
     model_ppl: float | None = None
+    #: what the loaded reference's attention self-test found (``reference.self-test``)
+    self_test: dict[str, Any] | None = None
 
 
 @dataclass

@@ -5,9 +5,10 @@ Every id is declared once, with its phase, severity, effect and meaning, in
 computed by a check (the rest are findings raised by the stages themselves: intake,
 environment, rebuild, the PPL scorer). ``EVALUATION_PHASE`` runs once the participant's
 engine has answered everything (it sends nothing: it reads what was recorded);
-``REFERENCE_PHASE`` judges what the verifier's reference engine said, after the
-participant's engine has stopped (``ppl.cap`` runs there: it judges the PPL no sampled
-record of which counts as better than the reference scored it).
+``REFERENCE_LOAD`` judges the reference's self-test as soon as the reference has
+loaded (before it serves); ``REFERENCE_PHASE`` judges what the verifier's reference
+engine said, after the participant's engine has stopped (``ppl.cap`` runs there: it
+judges the PPL no sampled record of which counts as better than the reference scored it).
 
 Checks are plain functions of the evidence; one written as a coroutine is awaited.
 ``judge`` runs a phase's checks where no event loop runs (the pipeline's reference
@@ -24,7 +25,15 @@ from collections.abc import Iterable
 
 from podium.errors import EngineError, UsageError
 from schemas import check_ids as ids
-from verifier.checks import caching, lengths, prompts, reference, results, same_path
+from verifier.checks import (
+    caching,
+    lengths,
+    prompts,
+    reference,
+    results,
+    same_path,
+    self_test,
+)
 from verifier.checks.base import CheckContext, CheckFn, CheckOutcome, not_evaluated
 
 #: (id, function), in the order they run; a findings-only function returns no result
@@ -37,6 +46,7 @@ _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
     (ids.INTEGRITY_CACHING, caching.caching),
     (ids.PPL_RANK_MISMATCH, same_path.probe_ranks),
 )
+_REFERENCE_LOAD: tuple[tuple[str, CheckFn], ...] = ((ids.REFERENCE_SELF_TEST, self_test.self_test),)
 _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.PPL_CAP, results.ppl_cap),
     (ids.INTEGRITY_REFERENCE_DECODE, reference.reference_decode),
@@ -44,8 +54,9 @@ _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.INTEGRITY_SAME_PATH, same_path.same_path),
 )
 
-CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _REFERENCE)
+CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _REFERENCE_LOAD + _REFERENCE)
 EVALUATION_PHASE: tuple[str, ...] = tuple(i for i, _ in _EVALUATION)
+REFERENCE_LOAD: tuple[str, ...] = tuple(i for i, _ in _REFERENCE_LOAD)
 REFERENCE_PHASE: tuple[str, ...] = tuple(i for i, _ in _REFERENCE)
 
 
