@@ -55,7 +55,8 @@ class ImageFacts:
 
     @classmethod
     def of(cls, image: dict[str, Any]) -> ImageFacts:
-        """From an image builder's record (``submission.build.build_engine_image``)."""
+        """From an image builder's record (``verifier.rebuild.rebuild_image``,
+        ``verifier.dispatch.dispatcher.build_engine_image``)."""
         return cls(
             id=image.get("id"),
             base_image=image.get("base_image"),
