@@ -310,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     save()
     print(f"engine ready after {result['engine_start_s']:.1f} s", flush=True)
     try:
+        from verifier.evaluation import run_harness
         from verifier.harness.render import TokenizerRenderer
-        from verifier.harness.run import run_harness
 
         spec = workload(args)
         vocab = shape["vocab_size"]

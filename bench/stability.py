@@ -35,7 +35,7 @@ def neighbours() -> int:
 def measure(url: str) -> dict[str, Any]:
     from schemas.challenge import load_challenge
     from verifier.datasets import evaluation_sets
-    from verifier.harness import run_harness
+    from verifier.evaluation import run_harness
     from verifier.harness.render import TokenizerRenderer
 
     spec = load_challenge("tiny")

@@ -24,7 +24,7 @@ from bench.common import DATA, RESULTS_DIR, busy_neighbours, machine
 def measure(threads: int, busy: bool) -> dict[str, Any]:
     from schemas.challenge import load_challenge
     from verifier.datasets import evaluation_sets
-    from verifier.harness import run_harness
+    from verifier.evaluation import run_harness
     from verifier.harness.render import TokenizerRenderer
     from verifier.runners.process import ProcessRunner
 

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,17 +45,18 @@ from schemas.check_ids import (
     IMAGE_TOO_LARGE,
     INTEGRITY_ISOLATION,
     PPL_CAP,
-    REFERENCE_SELF_TEST,
     TPS_UNSTABLE,
     VERDICT_CHECKS_MISSING,
     declared,
 )
 from schemas.findings import Finding
 from schemas.report import FAILED, UNOFFICIAL, CheckResult, Failure, Stage
+from verifier.checks import registry
+from verifier.checks.base import CheckContext
 from verifier.datasets import EvaluationSets, evaluation_sets
 from verifier.declared import DeclaredModel, declared_model
+from verifier.evaluation import judge_with_reference, run_harness
 from verifier.fingerprint import clean_gpu_findings, hardware_findings, take_fingerprint
-from verifier.harness import judge_with_reference, run_harness
 from verifier.harness.render import TokenizerRenderer
 from verifier.harness.run import HarnessResult
 from verifier.intake import Intake, intake
@@ -98,7 +99,6 @@ class Outcome:
     report_path: Path
     verdict: str
     signed: bool
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class _Run:
@@ -348,34 +348,35 @@ def _declared(run: _Run) -> DeclaredModel:
     return declared_model(config, run.req.spec.reference.dtype)
 
 
-def _load_reference(run: _Run, model_dir: Path) -> ReferenceRunner | None:
-    """The reference engine the spec asks for, as the entry declared its model; one that
-    loads ahead (a CPU reference, in this process) is loaded now, while the participant's
-    engine boots, so that the reference phase only judges. It opens no port and computes
-    nothing until the participant's engine has stopped."""
+def _load_reference(
+    run: _Run, model_dir: Path, lifetimes: contextlib.ExitStack
+) -> ReferenceRunner | None:
+    """The reference engine the spec asks for, as the entry declared its model, its
+    cleanup owned by ``lifetimes``; one that loads ahead (a CPU reference, in this
+    process) is loaded now, while the participant's engine boots, so that the reference
+    phase only judges. It opens no port and computes nothing until the participant's
+    engine has stopped."""
     factory = run.req.reference
     if factory is None:
         return None
     reference = factory(run.req.spec.reference, _declared(run))
-    load = getattr(reference, "load", None)
-    if load is not None:
-        run.timed("reference-load", lambda: load(model_dir))
+    lifetimes.callback(reference.cleanup)
+    if reference.loads_ahead:
+        run.timed("reference-load", lambda: reference.load(model_dir))
         _record_self_test(run, reference)
     return reference
 
 
 def _record_self_test(run: _Run, reference: ReferenceRunner) -> None:
-    """``reference.self-test``: what the loaded reference found about its own attention
-    path on this machine (it serves only with a path that passed)."""
-    document = reference.self_test()
-    if document is None:
-        raise EngineError(
-            "the verifier's reference engine did not report its self-test, so it cannot be "
-            "shown to compute correctly here"
-        )
-    run.record.checks.append(
-        CheckResult(REFERENCE_SELF_TEST, "pass", str(document.get("summary", "")), document)
-    )
+    """``reference.self-test`` (``verifier.checks.self_test``) on what the loaded reference
+    found about its own attention path; a reference that cannot show it computes
+    correctly here fails the run (``EngineError``)."""
+    ctx = CheckContext(run.req.spec, self_test=reference.self_test())
+    (outcome,) = registry.judge(registry.REFERENCE_LOAD, ctx)
+    assert outcome.result is not None
+    if outcome.result.status != "pass":
+        raise EngineError(outcome.result.summary)
+    run.record.checks.append(outcome.result)
 
 
 def _await_reference(run: _Run, runner: ReferenceRunner, handle: EngineHandle) -> None:
@@ -404,8 +405,10 @@ def _reference(
     model_dir: Path,
     gpu: bool,
     runner: ReferenceRunner | None,
+    lifetimes: contextlib.ExitStack,
 ) -> None:
-    """The reference phase: the participant's engine has stopped; our own model judges."""
+    """The reference phase: the participant's engine has stopped; our own model judges.
+    A reference started here is stopped by ``lifetimes``, before the runner's cleanup."""
     spec, rec = run.req.spec, run.record
     seed = secrets.randbits(64)  # drawn only now that every timed request has been answered
     model_ppl = _model_ppl(spec, run.sets)
@@ -424,29 +427,24 @@ def _reference(
             ),
         )
     else:
-        handle = None
-        try:
-            handle = runner.start(spec, model_dir=model_dir, gpu=gpu)
-            started = handle
-            if getattr(runner, "load", None) is None:  # a process of its own: it loads now
-                _await_reference(run, runner, handle)
-            outcomes = run.timed(
-                "reference",
-                lambda: judge_with_reference(
-                    started.base_url,
-                    spec,
-                    result,
-                    vocab_size=renderer.vocab_size,
-                    sample_seed=seed,
-                    model_ppl=model_ppl,
-                    declared=declared,
-                    ready_timeout_s=spec.limits.startup_s,
-                    is_alive=started.is_alive,
-                ),
-            )
-        finally:
-            if handle is not None:
-                handle.stop()
+        handle = runner.start(spec, model_dir=model_dir, gpu=gpu)
+        lifetimes.callback(handle.stop)
+        if not runner.loads_ahead:  # a process of its own: it loads now
+            _await_reference(run, runner, handle)
+        outcomes = run.timed(
+            "reference",
+            lambda: judge_with_reference(
+                handle.base_url,
+                spec,
+                result,
+                vocab_size=renderer.vocab_size,
+                sample_seed=seed,
+                model_ppl=model_ppl,
+                declared=declared,
+                ready_timeout_s=spec.limits.startup_s,
+                is_alive=handle.is_alive,
+            ),
+        )
     for outcome in outcomes:
         if outcome.result is not None:
             rec.checks.append(outcome.result)
@@ -511,14 +509,23 @@ def _pipeline(run: _Run, workdir: Path) -> None:
         run.fail(stage, str(exc))
         return
     reference: ReferenceRunner | None = None
-    try:
+
+    def stop() -> None:  # the engine's log is kept first: it ends with the engine
+        log = req.out_dir / ORGANIZER_LOG
+        log.write_text(handle.logs(1 << 20), encoding="utf-8")
+        rec.organizer_log = ORGANIZER_LOG
+        handle.stop()
+
+    # the reference's lifetime (its model, its port, a process of its own) is this stack's:
+    # it ends once it has judged, or on Ctrl-C or a bug all the same
+    with contextlib.ExitStack() as lifetimes:
         probe = _Probe(run, runner, handle)
         try:
             # while the engine boots: the isolation probe waits out its timeouts (in a
             # thread), our tokenizer loads, so does a CPU reference; none of it touches the
             # timed work, which starts once all three are done and the engine is ready
             renderer = run.timed("tokenizer", lambda: TokenizerRenderer(model.path))
-            reference = _load_reference(run, model.path)
+            reference = _load_reference(run, model.path, lifetimes)
             probe.finish()
             if rec.failure is None:
                 result = _evaluate(run, handle, renderer, model.path)
@@ -526,32 +533,20 @@ def _pipeline(run: _Run, workdir: Path) -> None:
                 _runtime(run, handle, result)  # vLLM: what really ran (verifier.runtime)
         except PodiumError as exc:
             run.fail(rec.stages[-1].name, str(exc), getattr(exc, "engine_text", None))
-        finally:
+        finally:  # the participant's engine stops before any reference computes
             probe.settle()
-
-            def stop() -> None:  # the engine's log is kept first: it ends with the engine
-                log = req.out_dir / ORGANIZER_LOG
-                log.write_text(handle.logs(1 << 20), encoding="utf-8")
-                rec.organizer_log = ORGANIZER_LOG
-                handle.stop()
-
             run.timed("stop", stop)
             run.timed("cleanup", runner.cleanup)
         since, first = time.perf_counter(), len(rec.stages)
         try:
             if rec.failure is None:
-                _reference(run, result, renderer, model.path, gpu, reference)
+                _reference(run, result, renderer, model.path, gpu, reference, lifetimes)
         except PodiumError as exc:
             stage = "reference-load" if rec.stages[-1].name == "reference-load" else "reference"
             run.fail(stage, f"the verifier's reference engine failed: {exc}")
-        finally:
-            if reference is not None:
-                reference.cleanup()
-            if rec.failure is None or reference is not None:
-                run.rest("reference-engine", since, first, "the reference engine's start and stop")
-    finally:  # Ctrl-C or a bug: the reference's model and port go all the same
-        if reference is not None:
-            reference.cleanup()
+        lifetimes.close()  # the reference goes before its time is counted
+        if rec.failure is None or reference is not None:
+            run.rest("reference-engine", since, first, "the reference engine's start and stop")
 
 
 def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:
@@ -624,5 +619,4 @@ def _finish(run: _Run) -> Outcome:
         report_path=path,
         verdict=verdict,
         signed=signed,
-        extra={"failed": verdict == FAILED},
     )

@@ -75,6 +75,13 @@ class Api:
         self.lock = threading.Lock()
         self.created = int(time.time())
 
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` until no request computes; whether none does."""
+        if not self.lock.acquire(timeout=timeout_s):
+            return False
+        self.lock.release()
+        return True
+
     # -- simple endpoints ---------------------------------------------------------------
 
     def models(self) -> dict[str, Any]:

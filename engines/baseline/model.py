@@ -24,10 +24,10 @@ Hook methods (override them in a subclass; adversarial test engines do exactly t
 
 Tensors never leave this module: callers see token ids, floats and ``TokenLogprob``.
 
-``cancelled`` (a ``threading.Event``) ends the work in flight: once it is set, the next
-chunk of a prompt or the next generated token raises ``Cancelled``. Whoever owns the
-engine sets it when no answer is wanted any more (the verifier's in-process reference,
-once its judging is over).
+``cancel()`` ends the work in flight: once it is called (it sets the ``cancelled``
+event), the next chunk of a prompt or the next generated token raises ``Cancelled``,
+until ``resume()``. Whoever owns the engine cancels when no answer is wanted any more
+(the verifier's in-process reference, once its judging is over).
 """
 
 from __future__ import annotations
@@ -497,6 +497,15 @@ class BaselineEngine:
             scaled = scaled.scatter(0, order, values.masked_fill(drop, float("-inf")))
         probs = torch.softmax(scaled, dim=-1)
         return int(torch.multinomial(probs, 1, generator=generator).item())
+
+    def cancel(self) -> None:
+        """End the work in flight: its next chunk or token raises ``Cancelled``, and so
+        does any work started before ``resume``."""
+        self.cancelled.set()
+
+    def resume(self) -> None:
+        """Take work again after ``cancel``."""
+        self.cancelled.clear()
 
     def go_on(self) -> None:
         """Raise ``Cancelled`` once the owner has set ``cancelled``; called before each

@@ -99,7 +99,7 @@ def evaluate(engine_url: str, spec: ChallengeSpec | None = None, **kw: Any) -> A
     """The harness against ``engine_url`` with the fake data (a ``HarnessResult``)."""
     from fake_engine import EOS, retokenize
 
-    from verifier.harness import run_harness
+    from verifier.evaluation import run_harness
 
     args: dict[str, Any] = {
         "public_prompts": prompts("pub", 3),
@@ -122,7 +122,7 @@ def judge(
     model_ppl: float | None = None,
 ) -> Any:
     """The reference-phase outcomes by check id (the participant's engine may be gone)."""
-    from verifier.harness import judge_with_reference
+    from verifier.evaluation import judge_with_reference
 
     outcomes = judge_with_reference(
         reference_url,

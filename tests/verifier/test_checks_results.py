@@ -11,10 +11,8 @@ from harness_util import small_spec
 
 from verifier.checks import registry
 from verifier.checks.base import CheckContext, CheckOutcome
-from verifier.harness.ppl import PplResult
-from verifier.harness.probes import Evidence
+from verifier.evidence import Evidence, PplResult, RequestRecord, Stability, TpsResult, TrialResult
 from verifier.harness.stats import summarize
-from verifier.harness.tps import RequestRecord, Stability, TpsResult, TrialResult
 
 
 def run(check_id: str, **kw: object) -> CheckOutcome:

@@ -12,7 +12,7 @@ from harness_util import FakeRenderer, evaluate, judge, small_spec
 
 from podium.errors import EngineError
 from schemas.validate import validate
-from verifier.harness import run_harness
+from verifier.evaluation import run_harness
 
 SPEC = small_spec()
 

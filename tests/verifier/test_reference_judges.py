@@ -15,8 +15,7 @@ import pytest
 from schemas.challenge import load_challenge
 from verifier.checks.reference import allowance, judge_decode, judge_ppl, judged_ppl
 from verifier.declared import declared_model
-from verifier.harness.ppl import PplResult
-from verifier.harness.reference import AnswerScore, Position, RecordScore, ReferenceEvidence
+from verifier.evidence import AnswerScore, Position, PplResult, RecordScore, ReferenceEvidence
 
 SPEC = load_challenge("tiny")
 DECODE = SPEC.check("reference_decode")
@@ -206,11 +205,10 @@ def _same_path(
     top (the rest ``off`` nats below a token it did not generate), judged with the reference
     evidence of an engine whose scoring loses ``excess`` nats per token (``kv``: it declares
     a KV-cache dtype the reference cannot reproduce)."""
-    import asyncio
 
     from verifier.checks.base import CheckContext
     from verifier.checks.same_path import same_path
-    from verifier.harness.probes import Evidence, SamePathProbe
+    from verifier.evidence import Evidence, SamePathProbe
 
     tokens = [1] * of
     positions = [
@@ -229,7 +227,7 @@ def _same_path(
         reference_evidence=ev,
         model_ppl=MODEL_PPL,
     )
-    return asyncio.run(same_path(ctx)).result
+    return same_path(ctx).result
 
 
 def test_a_kv_cache_that_loses_what_its_ppl_admits_may_decode_off_its_own_scoring() -> None:

@@ -1,10 +1,12 @@
 """What every check receives and returns.
 
-A check is an async function ``CheckContext -> CheckOutcome`` with a stable id. A broken
-rule is a ``fail`` result plus error findings; a check the spec disables, or one that
-lacks what it needs (no timed run, no prompt ids), is a ``skip`` with the reason, never
-a silent pass. ``error`` means the check could not be evaluated (the engine failed
-while it was being asked), which the verdict treats as "could not evaluate".
+A check is a function ``CheckContext -> CheckOutcome`` with a stable id: a pure function
+of the evidence (``verifier.evidence``) that sends nothing (the registry also awaits a
+check written as a coroutine). A broken rule is a ``fail`` result plus error findings; a
+check the spec disables, or one that lacks what it needs (no timed run, no prompt ids),
+is a ``skip`` with the reason, never a silent pass. ``error`` means the check could not
+be evaluated, which the verdict treats as "could not evaluate": ``not_evaluated`` is the
+one result for an evidence source that failed (``EngineError``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from podium.errors import EngineError
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.report import CheckResult
-from verifier.harness.ppl import PplResult
-from verifier.harness.probes import Evidence
-from verifier.harness.reference import ReferenceEvidence
-from verifier.harness.tps import TpsResult
+from verifier.evidence import Evidence, PplResult, ReferenceEvidence, TpsResult
 
 
 @dataclass
@@ -44,7 +44,8 @@ class CheckContext:
     reference_evidence: ReferenceEvidence | None = None
     #: the pinned model's own PPL on the held-out set in use, where the spec pins it
     model_ppl: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: what the loaded reference's attention self-test found (``reference.self-test``)
+    self_test: dict[str, Any] | None = None
 
 
 @dataclass
@@ -55,7 +56,7 @@ class CheckOutcome:
     findings: list[Finding] = field(default_factory=list)
 
 
-CheckFn = Callable[[CheckContext], Awaitable[CheckOutcome]]
+CheckFn = Callable[[CheckContext], CheckOutcome | Awaitable[CheckOutcome]]
 
 
 def passed(check_id: str, summary: str, details: dict[str, Any] | None = None) -> CheckOutcome:
@@ -117,6 +118,14 @@ def unreliable(
     """
     findings = [Finding(check_id, "error", summary, hint=hint)] if finding else []
     return CheckOutcome(CheckResult(check_id, "error", summary, details), findings)
+
+
+def not_evaluated(check_id: str, exc: EngineError) -> CheckOutcome:
+    """The ``error`` result of a check whose evidence could not be had: the engine (the
+    participant's or the reference) failed while it was being asked."""
+    return CheckOutcome(
+        CheckResult(check_id, "error", f"could not evaluate: {exc}", {"error": str(exc)})
+    )
 
 
 def enabled(spec: ChallengeSpec, name: str) -> dict[str, Any] | None:

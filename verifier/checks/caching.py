@@ -44,7 +44,7 @@ from verifier.checks.base import (
     skipped,
     unreliable,
 )
-from verifier.harness.tps import RequestRecord
+from verifier.evidence import RequestRecord
 
 CHECK_ID = INTEGRITY_CACHING
 
@@ -60,7 +60,7 @@ def repeats_of(records: list[RequestRecord]) -> list[RequestRecord]:
     return out
 
 
-async def caching(ctx: CheckContext) -> CheckOutcome:
+def caching(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "caching")
     if settings is None:
         return disabled(CHECK_ID)

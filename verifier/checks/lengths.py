@@ -23,7 +23,7 @@ from schemas.check_ids import INTEGRITY_LENGTHS, TPS_USAGE_MISMATCH
 from schemas.findings import Finding
 from verifier.checks.base import CheckContext, CheckOutcome, disabled, enabled, failed, passed
 from verifier.checks.base import skipped as skip
-from verifier.harness.tps import RequestRecord
+from verifier.evidence import RequestRecord
 
 CHECK_ID = INTEGRITY_LENGTHS
 USAGE_MISMATCH = TPS_USAGE_MISMATCH
@@ -53,7 +53,7 @@ def _examples(records: list[RequestRecord]) -> str:
     return ", ".join(sorted({r.prompt_id for r in records})[:3])
 
 
-async def lengths(ctx: CheckContext) -> CheckOutcome:
+def lengths(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "lengths")
     if settings is None:
         return disabled(CHECK_ID)

@@ -35,7 +35,7 @@ def _first_difference(a: list[int], b: list[int]) -> int:
     return min(len(a), len(b))
 
 
-async def prompt_mismatch(ctx: CheckContext) -> CheckOutcome:
+def prompt_mismatch(ctx: CheckContext) -> CheckOutcome:
     if enabled(ctx.spec, "prompt_render") is None:
         return disabled(TPS_PROMPT_MISMATCH)
     if ctx.tps is None or ctx.evidence is None:
@@ -82,7 +82,7 @@ async def prompt_mismatch(ctx: CheckContext) -> CheckOutcome:
     )
 
 
-async def token_invalid(ctx: CheckContext) -> CheckOutcome:
+def token_invalid(ctx: CheckContext) -> CheckOutcome:
     """Findings only: generated ids outside the pinned vocabulary."""
     if ctx.tps is None or ctx.vocab_size is None:
         return CheckOutcome(None)

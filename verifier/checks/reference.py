@@ -60,8 +60,7 @@ from verifier.checks.base import (
     percent,
     skipped,
 )
-from verifier.harness.ppl import PplResult
-from verifier.harness.reference import AnswerScore, ReferenceEvidence
+from verifier.evidence import AnswerScore, PplResult, ReferenceEvidence
 
 #: the share of cheating answers the sample size is sized against (``docs/measurement.md``)
 CHEAT_SHARE = 0.10
@@ -347,7 +346,7 @@ def judge_ppl(
     )
 
 
-async def reference_decode(ctx: CheckContext) -> CheckOutcome:
+def reference_decode(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "reference_decode")
     if settings is None:
         return disabled(INTEGRITY_REFERENCE_DECODE)
@@ -362,7 +361,7 @@ async def reference_decode(ctx: CheckContext) -> CheckOutcome:
     return judge_decode(ctx.spec, settings, ctx.reference_evidence, ctx.ppl, ctx.model_ppl)
 
 
-async def reference_ppl(ctx: CheckContext) -> CheckOutcome:
+def reference_ppl(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "reference_ppl")
     if settings is None:
         return disabled(PPL_REFERENCE_MISMATCH)

@@ -5,23 +5,36 @@ Every id is declared once, with its phase, severity, effect and meaning, in
 computed by a check (the rest are findings raised by the stages themselves: intake,
 environment, rebuild, the PPL scorer). ``EVALUATION_PHASE`` runs once the participant's
 engine has answered everything (it sends nothing: it reads what was recorded);
-``REFERENCE_PHASE`` judges what the verifier's reference engine said, after the
-participant's engine has stopped (``ppl.cap`` runs there: it judges the PPL no sampled
-record of which counts as better than the reference scored it).
+``REFERENCE_LOAD`` judges the reference's self-test as soon as the reference has
+loaded (before it serves); ``REFERENCE_PHASE`` judges what the verifier's reference
+engine said, after the participant's engine has stopped (``ppl.cap`` runs there: it
+judges the PPL no sampled record of which counts as better than the reference scored it).
 
-A check that raises ``EngineError`` becomes an ``error`` result
-("could not evaluate"), never a pass.
+Checks are plain functions of the evidence; one written as a coroutine is awaited.
+``judge`` runs a phase's checks where no event loop runs (the pipeline's reference
+phase), ``run_checks`` inside one (the harness's ``checks`` stage). A check that raises
+``EngineError`` becomes an ``error`` result ("could not evaluate", ``not_evaluated``),
+never a pass.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Iterable
 
 from podium.errors import EngineError, UsageError
 from schemas import check_ids as ids
-from schemas.report import CheckResult
-from verifier.checks import caching, lengths, prompts, reference, results, same_path
-from verifier.checks.base import CheckContext, CheckFn, CheckOutcome
+from verifier.checks import (
+    caching,
+    lengths,
+    prompts,
+    reference,
+    results,
+    same_path,
+    self_test,
+)
+from verifier.checks.base import CheckContext, CheckFn, CheckOutcome, not_evaluated
 
 #: (id, function), in the order they run; a findings-only function returns no result
 _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
@@ -33,6 +46,7 @@ _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
     (ids.INTEGRITY_CACHING, caching.caching),
     (ids.PPL_RANK_MISMATCH, same_path.probe_ranks),
 )
+_REFERENCE_LOAD: tuple[tuple[str, CheckFn], ...] = ((ids.REFERENCE_SELF_TEST, self_test.self_test),)
 _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.PPL_CAP, results.ppl_cap),
     (ids.INTEGRITY_REFERENCE_DECODE, reference.reference_decode),
@@ -40,8 +54,9 @@ _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.INTEGRITY_SAME_PATH, same_path.same_path),
 )
 
-CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _REFERENCE)
+CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _REFERENCE_LOAD + _REFERENCE)
 EVALUATION_PHASE: tuple[str, ...] = tuple(i for i, _ in _EVALUATION)
+REFERENCE_LOAD: tuple[str, ...] = tuple(i for i, _ in _REFERENCE_LOAD)
 REFERENCE_PHASE: tuple[str, ...] = tuple(i for i, _ in _REFERENCE)
 
 
@@ -57,13 +72,17 @@ def get(check_id: str) -> CheckFn:
 async def run_check(check_id: str, ctx: CheckContext) -> CheckOutcome:
     fn = get(check_id)
     try:
-        return await fn(ctx)
+        outcome = fn(ctx)
+        return await outcome if inspect.isawaitable(outcome) else outcome
     except EngineError as exc:
-        return CheckOutcome(
-            CheckResult(check_id, "error", f"could not evaluate: {exc}", {"error": str(exc)})
-        )
+        return not_evaluated(check_id, exc)
 
 
 async def run_checks(check_ids: Iterable[str], ctx: CheckContext) -> list[CheckOutcome]:
     """Run checks one after another (reference checks send requests; they must not overlap)."""
     return [await run_check(check_id, ctx) for check_id in check_ids]
+
+
+def judge(check_ids: Iterable[str], ctx: CheckContext) -> list[CheckOutcome]:
+    """``run_checks`` from code that runs no event loop."""
+    return asyncio.run(run_checks(check_ids, ctx))

@@ -23,7 +23,7 @@ from verifier.checks.reference import judged_ppl
 REPRODUCTION = TPS_REPRODUCTION
 
 
-async def ppl_cap(ctx: CheckContext) -> CheckOutcome:
+def ppl_cap(ctx: CheckContext) -> CheckOutcome:
     """PPL must be at or under the challenge's cap (absolute, or reference x ratio).
 
     Judged after the reference phase, on the judged PPL: no sampled record counts as
@@ -55,7 +55,7 @@ async def ppl_cap(ctx: CheckContext) -> CheckOutcome:
     return passed(PPL_CAP, f"PPL {value:.3f} <= cap {cap:.3f}", details)
 
 
-async def tps_reproduction(ctx: CheckContext) -> CheckOutcome:
+def tps_reproduction(ctx: CheckContext) -> CheckOutcome:
     """The blind median TPS must be within the spec's tolerance of the reported TPS."""
     if enabled(ctx.spec, "reproduction") is None:
         return skipped(REPRODUCTION, "disabled by the challenge spec")
@@ -101,7 +101,7 @@ async def tps_reproduction(ctx: CheckContext) -> CheckOutcome:
     return passed(REPRODUCTION, text, details)
 
 
-async def tps_unstable(ctx: CheckContext) -> CheckOutcome:
+def tps_unstable(ctx: CheckContext) -> CheckOutcome:
     """The trials must agree (CV <= ``tps.max_cv``), after extra trials if need be."""
     if ctx.tps is None or ctx.tps.stability is None:
         return skipped(TPS_UNSTABLE, "no TPS was measured")

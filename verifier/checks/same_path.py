@@ -48,9 +48,8 @@ from verifier.checks.base import (
 )
 from verifier.checks.reference import allowance
 from verifier.declared import KV_CACHE
+from verifier.evidence import Position, SamePathProbe
 from verifier.harness.ppl import listed_values, rank_contradictions
-from verifier.harness.probes import SamePathProbe
-from verifier.harness.reference import Position
 
 CHECK_ID = INTEGRITY_SAME_PATH
 
@@ -145,7 +144,7 @@ def left_out_allowance(rate: float, tokens: int) -> float:
     return rate + LEFT_OUT_SIGMAS * math.sqrt(rate / tokens)
 
 
-async def same_path(ctx: CheckContext) -> CheckOutcome:
+def same_path(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "same_path")
     if settings is None:
         return disabled(CHECK_ID)
@@ -251,7 +250,7 @@ async def same_path(ctx: CheckContext) -> CheckOutcome:
     )
 
 
-async def probe_ranks(ctx: CheckContext) -> CheckOutcome:
+def probe_ranks(ctx: CheckContext) -> CheckOutcome:
     """Findings only: ranks in the probes' answers that contradict their values."""
     if ctx.evidence is None:
         return CheckOutcome(None)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.challenge import ChallengeSpec
@@ -34,6 +33,7 @@ from schemas.check_ids import (
     PPL_TOKEN_MISMATCH,
 )
 from schemas.findings import Finding
+from verifier.evidence import PplRecordScore, PplResult
 from verifier.harness.client import EngineClient
 
 #: A true log-probability is <= 0; float rounding cannot push one above this, a logit can.
@@ -42,55 +42,6 @@ POSITIVE_TOLERANCE = 1e-6
 RANK_TOLERANCE = 1e-5
 
 PplProgress = Callable[[int, int, str], None]
-
-
-@dataclass
-class RecordScore:
-    id: str
-    tokens: int
-    nll: float
-    seconds: float
-    scored: bool = True
-
-    @property
-    def ppl(self) -> float | None:
-        return math.exp(self.nll / self.tokens) if self.scored and self.tokens else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "tokens": self.tokens,
-            "nll": self.nll,
-            "ppl": self.ppl,
-            "seconds": round(self.seconds, 4),
-            "scored": self.scored,
-        }
-
-
-@dataclass
-class PplResult:
-    """The PPL stage's outcome. ``value`` is NaN when no record could be scored."""
-
-    value: float
-    nll_sum: float
-    tokens: int
-    records: int
-    per_record: list[RecordScore] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def to_metrics(self, cap: float | None = None) -> dict[str, Any]:
-        """The report's ``metrics.ppl`` member."""
-        # no scored record leaves the PPL undefined: null, never NaN (JSON has none)
-        out: dict[str, Any] = {
-            "value": self.value if math.isfinite(self.value) else None,
-            "nll_sum": self.nll_sum,
-            "tokens": self.tokens,
-            "records": self.records,
-        }
-        if cap is not None:
-            out["cap"] = cap
-        return out
 
 
 class Violations:
@@ -253,10 +204,10 @@ class PplScorer:
     def __init__(self, spec: ChallengeSpec, *, model: str) -> None:
         self.spec, self.model = spec, model
         self.violations = Violations()
-        self.scores: list[RecordScore] = []
+        self.scores: list[PplRecordScore] = []
         self.seconds = 0.0
 
-    async def score(self, client: EngineClient, record: dict[str, Any]) -> RecordScore:
+    async def score(self, client: EngineClient, record: dict[str, Any]) -> PplRecordScore:
         record_id = str(record["id"])
         context = [int(t) for t in record["context_token_ids"]]
         target = [int(t) for t in record["target_token_ids"]]
@@ -279,7 +230,7 @@ class PplScorer:
         nll, tokens = scored if scored is not None else (0.0, len(target))
         seconds = time.perf_counter() - t0
         self.seconds += seconds
-        score = RecordScore(record_id, tokens, nll, seconds, scored=scored is not None)
+        score = PplRecordScore(record_id, tokens, nll, seconds, scored=scored is not None)
         self.scores.append(score)
         return score
 

@@ -16,45 +16,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from podium.errors import EngineError
 from schemas.challenge import ChallengeSpec
 from schemas.check_ids import INTEGRITY_SAME_PATH
+from verifier.evidence import RequestRecord, SamePathProbe
 from verifier.harness.client import EngineClient
 from verifier.harness.ppl import ppl_request
-from verifier.harness.tps import Prompt, RequestRecord, record_of, workload_body
+from verifier.harness.tps import Prompt, record_of, workload_body
 
 
 def record_key(record: RequestRecord) -> str:
     """A request's place in the stream: trial, pass and position (``c`` for a control)."""
     where = f"{record.trial}.{record.pass_index}.{record.position}"
     return f"c{where}:{record.prompt_id}" if record.control else where
-
-
-@dataclass
-class SamePathProbe:
-    record: str  # record_key of the timed answer probed
-    prompt_id: str
-    prompt_ids: list[int]  # the verifier's rendering
-    token_ids: list[int]  # the engine's timed answer
-    positions: list[Any]  # the engine's prompt_logprobs entries of the answer's positions
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Evidence:
-    """What the evaluation leaves for the checks and for the reference stage (plain data)."""
-
-    plan: dict[str, Any]
-    #: prompt id -> the verifier's own ids for it (timed prompts and controls)
-    rendered: dict[str, list[int]] = field(default_factory=dict)
-    same_path: list[SamePathProbe] = field(default_factory=list)
-    #: the caching controls' answers (``RequestRecord.control``), in the order sent
-    controls: list[RequestRecord] = field(default_factory=list)
 
 
 def control_prompts(

@@ -22,95 +22,32 @@ time; each answer is scored once however many checks read it.
 from __future__ import annotations
 
 import asyncio
-import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from podium.errors import EngineError
 from schemas.challenge import ChallengeSpec
 from schemas.check_ids import INTEGRITY_REFERENCE_DECODE, PPL_REFERENCE_MISMATCH
 from verifier.declared import DeclaredModel
+from verifier.evidence import (
+    AnswerScore,
+    Evidence,
+    Position,
+    PplResult,
+    RecordScore,
+    ReferenceEvidence,
+    RequestRecord,
+    TpsResult,
+)
 from verifier.harness.client import EngineClient
-from verifier.harness.ppl import PplResult, Violations, listed_values, ppl_request, score_record
-from verifier.harness.probes import Evidence, record_key
+from verifier.harness.ppl import Violations, listed_values, ppl_request, score_record
+from verifier.harness.probes import record_key
 from verifier.harness.render import out_of_vocabulary
-from verifier.harness.tps import RequestRecord, TpsResult
 
 #: reference requests in flight at once (the baseline engine serves them one by one;
 #: two keep it busy while the next request is built and sent)
 CONCURRENCY = 2
-
-
-@dataclass(frozen=True)
-class Position:
-    """The reference's view of one generated token."""
-
-    token: int
-    logprob: float
-    top_token: int
-    top_logprob: float
-
-    @property
-    def gap(self) -> float:
-        """Nats between the reference's top and the generated token (>= 0)."""
-        return max(0.0, self.top_logprob - self.logprob)
-
-
-@dataclass(frozen=True)
-class AnswerScore:
-    """One timed answer (or control) as the reference scored it, teacher-forced."""
-
-    record: str  # record_key
-    prompt_id: str
-    control: bool
-    tokens: int
-    #: None when the answer holds ids outside the vocabulary (nothing can score them)
-    positions: list[Position] | None
-
-    @property
-    def gaps(self) -> list[float]:
-        return [p.gap for p in self.positions or []]
-
-
-@dataclass(frozen=True)
-class RecordScore:
-    """One held-out PPL record: the engine's NLL and the reference's, on the same ids."""
-
-    id: str
-    tokens: int
-    engine_nll: float
-    reference_nll: float
-
-    @property
-    def delta(self) -> float:
-        """Engine minus reference, nats per target token (> 0: the engine scored worse)."""
-        return (self.engine_nll - self.reference_nll) / self.tokens
-
-
-@dataclass
-class ReferenceEvidence:
-    """Everything the reference phase learned; the reference checks read only this."""
-
-    sample_seed: int
-    model: DeclaredModel | None
-    #: timed answers with token ids (what the sample was drawn from)
-    candidates: int = 0
-    #: the sampled timed answers, then every caching control
-    answers: list[AnswerScore] = field(default_factory=list)
-    #: record_key -> positions, for every answer scored (answers and same-path probes)
-    scored: dict[str, list[Position] | None] = field(default_factory=dict)
-    records: list[RecordScore] = field(default_factory=list)
-    free_running: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def excess_nats(self) -> float | None:
-        """The engine's scoring loss against the reference, token-weighted over the
-        sampled records (nats per token; > 0: lossier than the reference model)."""
-        tokens = sum(r.tokens for r in self.records)
-        if not tokens:
-            return None
-        return math.fsum(r.engine_nll - r.reference_nll for r in self.records) / tokens
 
 
 def _timeout(spec: ChallengeSpec) -> float:

@@ -1,13 +1,16 @@
-"""The harness's synchronous facade for the pipeline: one call per engine.
+"""The harness's synchronous facade: one call per engine, gathering evidence only.
 
-``run_harness`` drives the participant's engine: ready → warm-up and the evaluation
-(the timed trials, with the PPL records and the probes placed among the timed requests
-by a fresh seeded plan) → the evaluation-phase checks, which send nothing and read what
-was recorded. ``judge_with_reference`` runs later, after the participant's engine has
-stopped: the verifier's own reference model re-scores a sample of the timed work drawn
-with a second fresh seed (``verifier.checks.reference``). The harness never knows how
-an engine was started; it only has its base URL (and, optionally, an ``is_alive``
-callable from the runner so a dead engine fails fast).
+``gather_evaluation`` drives the participant's engine: ready → warm-up and the
+evaluation (the timed trials, with the PPL records and the probes placed among the
+timed requests by a fresh seeded plan) → a ``checks`` stage that runs whatever judge the
+caller hands in (``verifier.evaluation`` hands in the evaluation-phase checks, which send
+nothing and read what was recorded). ``gather_with_reference`` runs later, after the
+participant's engine has stopped: the verifier's own reference model re-scores a sample
+of the timed work drawn with a second fresh seed, and returns it as plain data
+(``verifier.evidence.ReferenceEvidence``). The harness imports no check: it gathers
+evidence (``verifier.evidence``), and the checks judge it. It never knows how an engine
+was started; it only has its base URL (and, optionally, an ``is_alive`` callable from
+the runner so a dead engine fails fast).
 
 A stage that cannot be evaluated (``EngineError``: crash, timeout, nonsense) ends the
 run: its ``Stage`` is ``failed``, later ones ``skipped``, and ``HarnessResult.failure``
@@ -22,7 +25,7 @@ import asyncio
 import random
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,27 +33,23 @@ from podium.errors import EngineError, EngineTimeout
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.report import CheckResult, Failure, Stage
-from verifier.checks import registry
-from verifier.checks.base import CheckContext, CheckOutcome
 from verifier.declared import DeclaredModel
+from verifier.evidence import Evidence, PplResult, ReferenceEvidence, RequestRecord, TpsResult
 from verifier.harness import plan as planning
 from verifier.harness.client import EngineClient
-from verifier.harness.ppl import PplResult, PplScorer, ppl_records_of
+from verifier.harness.ppl import PplScorer, ppl_records_of
 from verifier.harness.probes import (
-    Evidence,
     control_prompts,
     record_key,
     send_control,
     send_same_path,
 )
-from verifier.harness.reference import ReferenceEvidence, gather_reference
+from verifier.harness.reference import gather_reference
 from verifier.harness.render import Renderer, out_of_vocabulary, render_prompt
 from verifier.harness.tps import (
     Prompt,
     PromptStream,
-    RequestRecord,
     Tokenize,
-    TpsResult,
     measure_tps,
 )
 
@@ -78,21 +77,10 @@ class HarnessResult:
             "reported_tps": reported_tps,
         }
 
-    def add(self, outcome: CheckOutcome) -> None:
-        if outcome.result is not None:
-            self.checks.append(outcome.result)
-        self.findings.extend(outcome.findings)
 
-    def context(self, spec: ChallengeSpec, **more: Any) -> CheckContext:
-        """What the checks read of this run."""
-        return CheckContext(
-            spec=spec,
-            tps=self.tps,
-            ppl=self.ppl,
-            evidence=self.evidence,
-            ppl_records=self.ppl_records,
-            **more,
-        )
+#: the ``checks`` stage: judges a result whose evaluation ended, adding its check results
+#: and findings to it (``verifier.evaluation`` passes the evaluation-phase checks)
+Judge = Callable[[HarnessResult], Awaitable[None]]
 
 
 class _Stages:
@@ -271,19 +259,18 @@ class _Evaluation:
 
 @dataclass
 class _Job:
-    """One evaluation's inputs, as ``run_harness`` takes them."""
+    """One evaluation's inputs, as ``gather_evaluation`` takes them."""
 
     public_prompts: Sequence[Prompt]
     heldout_prompts: Sequence[Prompt]
     ppl_records: Sequence[dict[str, Any]]
     renderer: Renderer
-    reported_tps: float | None
     progress: Progress | None
     tokenize: Tokenize | None
-    eos_token_ids: Sequence[int]
     is_alive: Callable[[], bool] | None
     ready_timeout_s: float | None
     seed: int
+    judge: Judge | None
 
 
 async def _harness(base_url: str, spec: ChallengeSpec, job: _Job) -> HarnessResult:
@@ -316,14 +303,8 @@ async def _harness(base_url: str, spec: ChallengeSpec, job: _Job) -> HarnessResu
             result.findings.extend(result.tps.findings)
 
         async def checks() -> None:
-            ctx = result.context(
-                spec,
-                reported_tps=job.reported_tps,
-                eos_token_ids=job.eos_token_ids,
-                vocab_size=renderer.vocab_size,
-            )
-            for outcome in await registry.run_checks(registry.EVALUATION_PHASE, ctx):
-                result.add(outcome)
+            if job.judge is not None:
+                await job.judge(result)
 
         # the wait for readiness has its own limit (start-up), outside the evaluation budget
         start_stage = _Stages(result, ready_timeout_s or spec.limits.startup_s)
@@ -333,7 +314,7 @@ async def _harness(base_url: str, spec: ChallengeSpec, job: _Job) -> HarnessResu
     return result
 
 
-def run_harness(
+def gather_evaluation(
     base_url: str,
     spec: ChallengeSpec,
     *,
@@ -341,27 +322,26 @@ def run_harness(
     heldout_prompts: Sequence[Prompt],
     ppl_records: Sequence[dict[str, Any]],
     renderer: Renderer,
-    reported_tps: float | None = None,
     progress: Progress | None = None,
     tokenize: Tokenize | None = None,
-    eos_token_ids: Sequence[int] = (),
     is_alive: Callable[[], bool] | None = None,
     ready_timeout_s: float | None = None,
     seed: int | None = None,
+    judge: Judge | None = None,
 ) -> HarnessResult:
-    """Evaluate the engine at ``base_url``; ``seed`` (fresh when None) places the probes."""
+    """Evaluate the engine at ``base_url``; ``seed`` (fresh when None) places the probes,
+    ``judge`` (none: the stage does nothing) is the ``checks`` stage."""
     job = _Job(
         public_prompts=public_prompts,
         heldout_prompts=heldout_prompts,
         ppl_records=ppl_records,
         renderer=renderer,
-        reported_tps=reported_tps,
         progress=progress,
         tokenize=tokenize,
-        eos_token_ids=eos_token_ids,
         is_alive=is_alive,
         ready_timeout_s=ready_timeout_s,
         seed=secrets.randbits(64) if seed is None else seed,
+        judge=judge,
     )
     return asyncio.run(_harness(base_url, spec, job))
 
@@ -423,60 +403,3 @@ def gather_with_reference(
             is_alive=is_alive,
         )
     )
-
-
-def judge_reference(
-    spec: ChallengeSpec,
-    result: HarnessResult,
-    evidence: ReferenceEvidence | None,
-    *,
-    vocab_size: int | None = None,
-    model_ppl: float | None = None,
-) -> list[CheckOutcome]:
-    """The reference-phase checks on gathered evidence (None: no reference was run)."""
-    ctx = result.context(
-        spec, vocab_size=vocab_size, reference_evidence=evidence, model_ppl=model_ppl
-    )
-    return asyncio.run(registry.run_checks(registry.REFERENCE_PHASE, ctx))
-
-
-def judge_with_reference(
-    reference_url: str | None,
-    spec: ChallengeSpec,
-    result: HarnessResult,
-    *,
-    vocab_size: int | None,
-    sample_seed: int,
-    model_ppl: float | None = None,
-    declared: DeclaredModel | None = None,
-    ready_timeout_s: float | None = None,
-    is_alive: Callable[[], bool] | None = None,
-) -> list[CheckOutcome]:
-    """Gather (when ``reference_url`` is set), then judge; see the two functions.
-
-    A reference that cannot be asked makes every reference check ``error`` (could not
-    evaluate), never a pass.
-    """
-    evidence = None
-    if reference_url is not None:
-        try:
-            evidence = gather_with_reference(
-                reference_url,
-                spec,
-                result,
-                vocab_size=vocab_size,
-                sample_seed=sample_seed,
-                declared=declared,
-                ready_timeout_s=ready_timeout_s,
-                is_alive=is_alive,
-            )
-        except EngineError as exc:
-            return [
-                CheckOutcome(
-                    CheckResult(
-                        check_id, "error", f"could not evaluate: {exc}", {"error": str(exc)}
-                    )
-                )
-                for check_id in registry.REFERENCE_PHASE
-            ]
-    return judge_reference(spec, result, evidence, vocab_size=vocab_size, model_ppl=model_ppl)

@@ -34,15 +34,15 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.check_ids import TPS_TOKEN_COUNT
 from schemas.findings import Finding
+from verifier.evidence import RequestRecord, Stability, TpsResult, TrialResult
 from verifier.harness.client import EngineClient, Reply
-from verifier.harness.stats import Summary, summarize, t975
+from verifier.harness.stats import summarize, t975
 
 Prompt = dict[str, Any]  # {"id": str, "prompt": str | list[int] | list[message]}
 Tokenize = Callable[[str], Sequence[int]]
@@ -127,102 +127,6 @@ class PromptStream:
     def repeated(self) -> int:
         """Requests drawn after the set ran out: each repeats a prompt sent before."""
         return max(0, self.drawn - len(self.pool))
-
-
-@dataclass
-class RequestRecord:
-    """What one timed request sent and got back; the raw material of the integrity checks."""
-
-    prompt_id: str
-    trial: int
-    pass_index: int
-    position: int
-    token_ids: list[int] | None
-    prompt_token_ids: list[int] | None
-    text: str
-    latency_s: float
-    usage: dict[str, Any] | None
-    finish_reason: str | None
-    counted_tokens: int
-    count_source: str  # token_ids | retokenize | none
-    #: a caching control: untimed, never counted in the TPS, judged like a timed answer
-    control: bool = False
-
-    @property
-    def s_per_token(self) -> float:
-        return self.latency_s / max(1, self.counted_tokens)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class TrialResult:
-    index: int
-    tokens: int
-    seconds: float
-    requests: int
-    passes: int
-    cpu_s: float
-
-    @property
-    def tps(self) -> float:
-        return self.tokens / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def cpu_s_per_token(self) -> float | None:
-        return self.cpu_s / self.tokens if self.tokens else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "tps": self.tps,
-            "tokens": self.tokens,
-            "seconds": self.seconds,
-            "requests": self.requests,
-            "passes": self.passes,
-            "harness_cpu_s": self.cpu_s,
-            "harness_cpu_s_per_token": self.cpu_s_per_token,
-        }
-
-
-@dataclass
-class TpsResult:
-    summary: Summary
-    trials: list[TrialResult]
-    records: list[RequestRecord]
-    findings: list[Finding] = field(default_factory=list)
-    warmup_seconds: float = 0.0
-    tokens_per_trial: int = 0
-    concurrency: int = 1
-    max_tokens: int = 0
-    stability: Stability | None = None
-    #: the held-out prompts available, and the timed requests that repeated one
-    distinct_prompts: int = 0
-    repeated_requests: int = 0
-
-    @property
-    def median(self) -> float:
-        return self.summary.median
-
-    def to_metrics(self) -> dict[str, Any]:
-        """The report's ``metrics.tps`` member."""
-        out: dict[str, Any] = {
-            "median": self.summary.median,
-            "mean": self.summary.mean,
-            "cv": self.summary.cv,
-            "trials": [t.to_dict() for t in self.trials],
-            "tokens_per_trial": self.tokens_per_trial,
-            "concurrency": self.concurrency,
-            "max_tokens": self.max_tokens,
-            "distinct_prompts": self.distinct_prompts,
-            "repeated_requests": self.repeated_requests,
-        }
-        if self.stability is not None:
-            out["stability"] = self.stability.to_dict()
-        if self.summary.ci95 is not None:
-            out["ci95"] = list(self.summary.ci95)
-        return out
 
 
 def count_reply(reply: Reply, spec: ChallengeSpec, tokenize: Tokenize | None) -> tuple[int, str]:
@@ -376,71 +280,6 @@ async def _trial(
         cpu_s=cpu,
     )
     return trial, records
-
-
-@dataclass(frozen=True)
-class Stability:
-    """Did the trials agree? ``tps.unstable`` when not, even after the extra trials.
-
-    Stable when the trials agree (CV <= ``max_cv``), or when, on a noisy machine, enough
-    of them pin the mean down: the 95 % t-interval of the mean TPS across trials is
-    within ``max_ci`` of it (relative half-width ``t(n-1) * CV / sqrt(n)``). Extra trials
-    run until one holds or ``max_trials`` is reached. An honest engine on a shared
-    machine then pays in trials, not in its verdict; trials that stay far apart (a clock
-    that jumps, an engine whose speed swings) never pin the mean and stay unstable.
-    """
-
-    max_cv: float
-    cv: float
-    planned: int
-    run: int
-    max_trials: int
-    max_ci: float | None = None
-    #: relative half-width of the 95 % t-interval of the mean (None with one trial)
-    ci: float | None = None
-
-    @property
-    def agree(self) -> bool:
-        return math.isfinite(self.cv) and self.cv <= self.max_cv
-
-    @property
-    def pinned(self) -> bool:
-        return self.max_ci is not None and self.ci is not None and self.ci <= self.max_ci
-
-    @property
-    def stable(self) -> bool:
-        return self.agree or self.pinned
-
-    @property
-    def why(self) -> str:
-        cmp = "<=" if self.agree else ">"
-        text = f"CV {self.cv:.3f} {cmp} {self.max_cv:.3f}"
-        if self.ci is not None and self.max_ci is not None:
-            cmp = "<=" if self.pinned else ">"
-            text += (
-                f", the mean pinned to +/-{100 * self.ci:.1f} % {cmp} {100 * self.max_ci:.1f} % "
-                "(95 % interval)"
-            )
-        if self.run == self.planned:
-            return f"{self.planned} planned trials, {text}"
-        verb = "now" if self.stable else "still"
-        return (
-            f"the first {self.planned} trials disagreed; {self.run - self.planned} more ran "
-            f"(cap {self.max_trials}), {verb} {text}"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "max_cv": self.max_cv,
-            "cv": self.cv if math.isfinite(self.cv) else None,
-            "max_ci": self.max_ci,
-            "ci": self.ci,
-            "planned_trials": self.planned,
-            "trials_run": self.run,
-            "max_trials": self.max_trials,
-            "stable": self.stable,
-            "why": self.why,
-        }
 
 
 def stability_of(spec: ChallengeSpec, trials: Sequence[TrialResult]) -> Stability:

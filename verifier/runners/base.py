@@ -55,7 +55,8 @@ class ImageFacts:
 
     @classmethod
     def of(cls, image: dict[str, Any]) -> ImageFacts:
-        """From an image builder's record (``submission.build.build_engine_image``)."""
+        """From an image builder's record (``verifier.rebuild.rebuild_image``,
+        ``verifier.dispatch.dispatcher.build_engine_image``)."""
         return cls(
             id=image.get("id"),
             base_image=image.get("base_image"),
@@ -98,10 +99,19 @@ class Runner(Protocol):
 
 class ReferenceRunner(Protocol):
     """What the pipeline asks of the verifier's own reference engine
-    (``verifier.runners.reference``): start it on the pinned weights, clean up after it.
-    One that can load ahead (``load(model_dir)``) is loaded while the participant's
-    engine boots, before any timed request. ``self_test()`` is what its attention
+    (``verifier.runners.reference``): load it, start it on the pinned weights, clean up
+    after it. One that ``loads_ahead`` is loaded (``load(model_dir)``) while the
+    participant's engine boots, before any timed request; one that does not loads as it
+    starts, and the pipeline waits for it to serve. ``self_test()`` is what its attention
     self-test found once loaded (None before)."""
+
+    #: does ``load`` load the model (in the verifier's process), ahead of ``start``?
+    loads_ahead: bool
+
+    def load(self, model_dir: Path) -> None:
+        """Load the pinned weights ahead of ``start`` where the reference can; a failure
+        is an ``EngineError`` naming it."""
+        ...
 
     def start(
         self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None

@@ -65,6 +65,8 @@ class InProcessReference:
     ``start`` returned is gone (tests check both).
     """
 
+    loads_ahead = True
+
     def __init__(self, *, device: str, dtype: str, engine_kwargs: dict[str, Any]) -> None:
         self.device, self.dtype, self.engine_kwargs = device, dtype, engine_kwargs
         self._engine: BaselineEngine | None = None
@@ -113,7 +115,7 @@ class InProcessReference:
         assert self._engine is not None
         if self._server is not None:
             self._server.stop()
-        self._engine.cancelled.clear()
+        self._engine.resume()
         try:
             self._api = Api(self._engine, SERVED_NAME)
             server = EngineServer(self._api, "127.0.0.1", 0).start()
@@ -138,12 +140,12 @@ class InProcessReference:
 
     def cleanup(self) -> None:
         if self._engine is not None:
-            self._engine.cancelled.set()  # a request still computing stops at its next step
+            self._engine.cancel()  # a request still computing stops at its next step
         if self._server is not None:
             self._server.stop()
             self._server = None
-        if self._api is not None and self._api.lock.acquire(timeout=CANCEL_WAIT_S):
-            self._api.lock.release()  # nothing computes any more
+        if self._api is not None:
+            self._api.wait_idle(CANCEL_WAIT_S)  # nothing computes any more
         self._api = None
         self._engine = self._model_dir = None  # the model's last reference
 
@@ -153,12 +155,17 @@ class ProcessReference(ProcessRunner):
     self-tested at start (``SELF_TEST=on``), its finding written where ``self_test``
     reads it."""
 
+    loads_ahead = False
+
     def __init__(self, *, env: dict[str, str], device: str, dtype: str) -> None:
         super().__init__(
             engine_root=None, served_model_name=SERVED_NAME, device=device, dtype=dtype
         )
         self.report_path = self._logdir / "self-test.json"
         self.env = {**env, "SELF_TEST": "on", "SELF_TEST_REPORT": str(self.report_path)}
+
+    def load(self, model_dir: Path) -> None:
+        """Nothing ahead: the process loads ``model_dir`` as it starts (self-testing)."""
 
     def self_test(self) -> dict[str, Any] | None:
         """What the started reference's self-test found; None until it has written it."""

@@ -1,0 +1,338 @@
+"""What the harness gathers and the checks judge: plain data, owned by neither side.
+
+The harness (``verifier.harness``) talks to engines and fills these types; the checks
+(``verifier.checks``) read them and send nothing. Both import this module, and it
+imports neither, so evidence flows one way: harness → evidence → checks. Everything
+here is what an engine (the participant's, or the verifier's reference) answered, as
+the harness recorded it: it is the engine's word, trusted only as far as each check's
+own arithmetic trusts it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from schemas.findings import Finding
+from verifier.declared import DeclaredModel
+
+if TYPE_CHECKING:
+    from verifier.harness.stats import Summary
+
+
+# --- the evaluation: the timed requests (verifier.harness.tps) ---
+
+
+@dataclass
+class RequestRecord:
+    """What one timed request sent and got back; the raw material of the integrity checks."""
+
+    prompt_id: str
+    trial: int
+    pass_index: int
+    position: int
+    token_ids: list[int] | None
+    prompt_token_ids: list[int] | None
+    text: str
+    latency_s: float
+    usage: dict[str, Any] | None
+    finish_reason: str | None
+    counted_tokens: int
+    count_source: str  # token_ids | retokenize | none
+    #: a caching control: untimed, never counted in the TPS, judged like a timed answer
+    control: bool = False
+
+    @property
+    def s_per_token(self) -> float:
+        return self.latency_s / max(1, self.counted_tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TrialResult:
+    index: int
+    tokens: int
+    seconds: float
+    requests: int
+    passes: int
+    cpu_s: float
+
+    @property
+    def tps(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_s_per_token(self) -> float | None:
+        return self.cpu_s / self.tokens if self.tokens else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "tps": self.tps,
+            "tokens": self.tokens,
+            "seconds": self.seconds,
+            "requests": self.requests,
+            "passes": self.passes,
+            "harness_cpu_s": self.cpu_s,
+            "harness_cpu_s_per_token": self.cpu_s_per_token,
+        }
+
+
+@dataclass
+class TpsResult:
+    summary: Summary
+    trials: list[TrialResult]
+    records: list[RequestRecord]
+    findings: list[Finding] = field(default_factory=list)
+    warmup_seconds: float = 0.0
+    tokens_per_trial: int = 0
+    concurrency: int = 1
+    max_tokens: int = 0
+    stability: Stability | None = None
+    #: the held-out prompts available, and the timed requests that repeated one
+    distinct_prompts: int = 0
+    repeated_requests: int = 0
+
+    @property
+    def median(self) -> float:
+        return self.summary.median
+
+    def to_metrics(self) -> dict[str, Any]:
+        """The report's ``metrics.tps`` member."""
+        out: dict[str, Any] = {
+            "median": self.summary.median,
+            "mean": self.summary.mean,
+            "cv": self.summary.cv,
+            "trials": [t.to_dict() for t in self.trials],
+            "tokens_per_trial": self.tokens_per_trial,
+            "concurrency": self.concurrency,
+            "max_tokens": self.max_tokens,
+            "distinct_prompts": self.distinct_prompts,
+            "repeated_requests": self.repeated_requests,
+        }
+        if self.stability is not None:
+            out["stability"] = self.stability.to_dict()
+        if self.summary.ci95 is not None:
+            out["ci95"] = list(self.summary.ci95)
+        return out
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Did the trials agree? ``tps.unstable`` when not, even after the extra trials.
+
+    Stable when the trials agree (CV <= ``max_cv``), or when, on a noisy machine, enough
+    of them pin the mean down: the 95 % t-interval of the mean TPS across trials is
+    within ``max_ci`` of it (relative half-width ``t(n-1) * CV / sqrt(n)``). Extra trials
+    run until one holds or ``max_trials`` is reached. An honest engine on a shared
+    machine then pays in trials, not in its verdict; trials that stay far apart (a clock
+    that jumps, an engine whose speed swings) never pin the mean and stay unstable.
+    """
+
+    max_cv: float
+    cv: float
+    planned: int
+    run: int
+    max_trials: int
+    max_ci: float | None = None
+    #: relative half-width of the 95 % t-interval of the mean (None with one trial)
+    ci: float | None = None
+
+    @property
+    def agree(self) -> bool:
+        return math.isfinite(self.cv) and self.cv <= self.max_cv
+
+    @property
+    def pinned(self) -> bool:
+        return self.max_ci is not None and self.ci is not None and self.ci <= self.max_ci
+
+    @property
+    def stable(self) -> bool:
+        return self.agree or self.pinned
+
+    @property
+    def why(self) -> str:
+        cmp = "<=" if self.agree else ">"
+        text = f"CV {self.cv:.3f} {cmp} {self.max_cv:.3f}"
+        if self.ci is not None and self.max_ci is not None:
+            cmp = "<=" if self.pinned else ">"
+            text += (
+                f", the mean pinned to +/-{100 * self.ci:.1f} % {cmp} {100 * self.max_ci:.1f} % "
+                "(95 % interval)"
+            )
+        if self.run == self.planned:
+            return f"{self.planned} planned trials, {text}"
+        verb = "now" if self.stable else "still"
+        return (
+            f"the first {self.planned} trials disagreed; {self.run - self.planned} more ran "
+            f"(cap {self.max_trials}), {verb} {text}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_cv": self.max_cv,
+            "cv": self.cv if math.isfinite(self.cv) else None,
+            "max_ci": self.max_ci,
+            "ci": self.ci,
+            "planned_trials": self.planned,
+            "trials_run": self.run,
+            "max_trials": self.max_trials,
+            "stable": self.stable,
+            "why": self.why,
+        }
+
+
+# --- the PPL records (verifier.harness.ppl) ---
+
+
+@dataclass
+class PplRecordScore:
+    id: str
+    tokens: int
+    nll: float
+    seconds: float
+    scored: bool = True
+
+    @property
+    def ppl(self) -> float | None:
+        return math.exp(self.nll / self.tokens) if self.scored and self.tokens else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tokens": self.tokens,
+            "nll": self.nll,
+            "ppl": self.ppl,
+            "seconds": round(self.seconds, 4),
+            "scored": self.scored,
+        }
+
+
+@dataclass
+class PplResult:
+    """The PPL stage's outcome. ``value`` is NaN when no record could be scored."""
+
+    value: float
+    nll_sum: float
+    tokens: int
+    records: int
+    per_record: list[PplRecordScore] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_metrics(self, cap: float | None = None) -> dict[str, Any]:
+        """The report's ``metrics.ppl`` member."""
+        # no scored record leaves the PPL undefined: null, never NaN (JSON has none)
+        out: dict[str, Any] = {
+            "value": self.value if math.isfinite(self.value) else None,
+            "nll_sum": self.nll_sum,
+            "tokens": self.tokens,
+            "records": self.records,
+        }
+        if cap is not None:
+            out["cap"] = cap
+        return out
+
+
+# --- the untimed requests among the timed ones (verifier.harness.probes) ---
+
+
+@dataclass
+class SamePathProbe:
+    record: str  # record_key of the timed answer probed
+    prompt_id: str
+    prompt_ids: list[int]  # the verifier's rendering
+    token_ids: list[int]  # the engine's timed answer
+    positions: list[Any]  # the engine's prompt_logprobs entries of the answer's positions
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Evidence:
+    """What the evaluation leaves for the checks and for the reference stage (plain data)."""
+
+    plan: dict[str, Any]
+    #: prompt id -> the verifier's own ids for it (timed prompts and controls)
+    rendered: dict[str, list[int]] = field(default_factory=dict)
+    same_path: list[SamePathProbe] = field(default_factory=list)
+    #: the caching controls' answers (``RequestRecord.control``), in the order sent
+    controls: list[RequestRecord] = field(default_factory=list)
+
+
+# --- what the reference said (verifier.harness.reference) ---
+
+
+@dataclass(frozen=True)
+class Position:
+    """The reference's view of one generated token."""
+
+    token: int
+    logprob: float
+    top_token: int
+    top_logprob: float
+
+    @property
+    def gap(self) -> float:
+        """Nats between the reference's top and the generated token (>= 0)."""
+        return max(0.0, self.top_logprob - self.logprob)
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    """One timed answer (or control) as the reference scored it, teacher-forced."""
+
+    record: str  # record_key
+    prompt_id: str
+    control: bool
+    tokens: int
+    #: None when the answer holds ids outside the vocabulary (nothing can score them)
+    positions: list[Position] | None
+
+    @property
+    def gaps(self) -> list[float]:
+        return [p.gap for p in self.positions or []]
+
+
+@dataclass(frozen=True)
+class RecordScore:
+    """One held-out PPL record: the engine's NLL and the reference's, on the same ids."""
+
+    id: str
+    tokens: int
+    engine_nll: float
+    reference_nll: float
+
+    @property
+    def delta(self) -> float:
+        """Engine minus reference, nats per target token (> 0: the engine scored worse)."""
+        return (self.engine_nll - self.reference_nll) / self.tokens
+
+
+@dataclass
+class ReferenceEvidence:
+    """Everything the reference phase learned; the reference checks read only this."""
+
+    sample_seed: int
+    model: DeclaredModel | None
+    #: timed answers with token ids (what the sample was drawn from)
+    candidates: int = 0
+    #: the sampled timed answers, then every caching control
+    answers: list[AnswerScore] = field(default_factory=list)
+    #: record_key -> positions, for every answer scored (answers and same-path probes)
+    scored: dict[str, list[Position] | None] = field(default_factory=dict)
+    records: list[RecordScore] = field(default_factory=list)
+    free_running: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def excess_nats(self) -> float | None:
+        """The engine's scoring loss against the reference, token-weighted over the
+        sampled records (nats per token; > 0: lossier than the reference model)."""
+        tokens = sum(r.tokens for r in self.records)
+        if not tokens:
+            return None
+        return math.fsum(r.engine_nll - r.reference_nll for r in self.records) / tokens
