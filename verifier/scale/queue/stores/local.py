@@ -18,9 +18,9 @@ from pathlib import Path
 
 from podium.errors import SchemaError, StoreError
 from podium.fsutil import atomic_write, folder_lock
-from verifier.queue import request as rq
-from verifier.queue.request import QueueRequest
-from verifier.queue.stores.base import BundleToSubmit, Change, QueueStore
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.request import QueueRequest
+from verifier.scale.queue.stores.base import BundleToSubmit, Change, QueueStore
 
 LOCK_NAME = ".podium-queue.lock"
 

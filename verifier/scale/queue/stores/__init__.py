@@ -12,8 +12,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from podium.errors import UsageError
-from verifier.queue.stores.base import BundleToSubmit, QueueStore, default_identity, describe_bundle
-from verifier.queue.stores.local import LocalQueue
+from verifier.scale.queue.stores.base import (
+    BundleToSubmit,
+    QueueStore,
+    default_identity,
+    describe_bundle,
+)
+from verifier.scale.queue.stores.local import LocalQueue
 
 DEFAULT_QUEUE = "./verification-queue"
 ENV_QUEUE = "PODIUM_QUEUE"
@@ -41,7 +46,7 @@ def open_queue(url: str | None = None) -> QueueStore:
     url = url or os.environ.get(ENV_QUEUE) or DEFAULT_QUEUE
     if url.startswith("hf://"):
         from podium.hub import parse_dataset_url
-        from verifier.queue.stores.hub import HubQueue  # huggingface_hub only for Hub queues
+        from verifier.scale.queue.stores.hub import HubQueue  # huggingface_hub only for Hub queues
 
         parsed = parse_dataset_url(url, what="queue")
         if parsed.revision:

@@ -17,9 +17,9 @@ from typing import Any
 from podium.errors import UsageError
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
-from verifier.dispatch.jobs import report_lines
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.runners.hf_jobs import HfJobsRunner
+from verifier.scale.dispatch.jobs import report_lines
 
 KEY_ENV = "PODIUM_SIGNING_KEY"
 
