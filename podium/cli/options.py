@@ -119,8 +119,8 @@ def out_option(what: str = "Folder for what this command writes") -> object:
     return typer.Option("--out", "-o", help=f"{what}.")
 
 
-class Runner(enum.StrEnum):
-    """Where the engine under test runs."""
+class RunnerKind(enum.StrEnum):
+    """Where the engine under test runs (``verifier.runners.factory`` makes each)."""
 
     local_docker = "local-docker"
     process = "process"
@@ -135,7 +135,7 @@ class LocalRunner(enum.StrEnum):
 
 
 RunnerOpt = Annotated[
-    Runner,
+    RunnerKind,
     typer.Option(
         "--runner",
         help="local-docker: the sandbox (the only one that can give VERIFIED); process: a "

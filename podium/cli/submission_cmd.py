@@ -562,8 +562,8 @@ def _pipeline_measure(spec: ChallengeSpec, runner: LocalRunner) -> Any:
     """One point of a sweep: the pipeline ``selfcheck`` runs (public prompts, unsigned);
     for the held-out runs that give the margin, the pipeline ``verify`` runs (the
     challenge's own held-out set, unsigned)."""
-    from podium.cli.verify_cmd import make_runner, reference_runner
     from verifier.pipeline import Events, VerifyRequest, verify
+    from verifier.runners.factory import make_runner, reference_runner
 
     class Forward(Events):
         def __init__(self, to: Any) -> None:

@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         from functools import partial
 
         from leaderboard.stores import open_store
-        from podium.cli.verify_cmd import make_runner, reference_runner
+        from verifier.runners.factory import make_runner, reference_runner
         from verifier.scale.queue.stores import open_queue
         from verifier.scale.worker import Worker, WorkerConfig
 
