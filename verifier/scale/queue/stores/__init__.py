@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from podium.errors import UsageError
+from podium.urls import locate, resolve_url
 from verifier.scale.queue.stores.base import (
     BundleToSubmit,
     QueueStore,
@@ -43,26 +43,19 @@ def hub_repo_of(url: str) -> tuple[str, str | None]:
 
 
 def open_queue(url: str | None = None) -> QueueStore:
-    url = url or os.environ.get(ENV_QUEUE) or DEFAULT_QUEUE
-    if url.startswith("hf://"):
-        from podium.hub import parse_dataset_url
-        from verifier.scale.queue.stores.hub import HubQueue  # huggingface_hub only for Hub queues
+    url = resolve_url(url, env=ENV_QUEUE, default=DEFAULT_QUEUE)
+    where = locate(url, what="queue")
+    if isinstance(where, Path):
+        return LocalQueue(where)
+    from verifier.scale.queue.stores.hub import HubQueue  # huggingface_hub only for Hub queues
 
-        parsed = parse_dataset_url(url, what="queue")
-        if parsed.revision:
-            raise UsageError(
-                f"a queue lives on its main branch: {url!r}", hint="drop the @revision part"
-            )
-        return HubQueue(
-            parsed.repo_id,
-            endpoint=parsed.endpoint,
-            token=os.environ.get("HF_TOKEN") or None,
-            private=True if parsed.private is None else parsed.private,
-        )
-    if url.startswith("file://"):
-        return LocalQueue(Path(urlsplit(url).path))
-    if "://" in url:
+    if where.revision:
         raise UsageError(
-            f"unknown queue URL {url!r}", hint="use a folder or hf://datasets/ORG/NAME"
+            f"a queue lives on its main branch: {url!r}", hint="drop the @revision part"
         )
-    return LocalQueue(Path(url))
+    return HubQueue(
+        where.repo_id,
+        endpoint=where.endpoint,
+        token=os.environ.get("HF_TOKEN") or None,
+        private=True if where.private is None else where.private,
+    )
