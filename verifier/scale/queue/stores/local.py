@@ -101,7 +101,3 @@ class LocalQueue(QueueStore):
         target = dest / src.name
         shutil.copyfile(src, target)
         return target
-
-    def bundle_file(self, req: QueueRequest) -> Path:
-        """Where the bundle lies (for mounting the queue read-only into a harness job)."""
-        return self.root / req.doc["bundle"]["path"]
