@@ -50,9 +50,9 @@ LOWEST := $(VENV)/lowest
 LOWEST_STAMP := $(LOWEST)/.podium-installed
 LOWEST_TESTS := tests/schemas tests/podium/test_hub.py tests/leaderboard/test_hub_store.py \
 	tests/leaderboard/test_local_store.py tests/leaderboard/test_records.py \
-	tests/leaderboard/test_cli_views.py tests/scale/test_queue_stores.py \
-	tests/scale/test_claim_loop.py tests/scale/test_dispatch_hf.py \
-	tests/scale/test_queue_cli.py tests/verifier/test_harness_wire.py \
+	tests/leaderboard/test_cli_views.py tests/verifier/scale/test_queue_stores.py \
+	tests/verifier/scale/test_claim_loop.py tests/verifier/scale/test_dispatch_hf.py \
+	tests/verifier/scale/test_queue_cli.py tests/verifier/test_harness_wire.py \
 	tests/verifier/test_harness_client.py tests/submission/test_validate.py \
 	tests/submission/test_push.py \
 	--deselect tests/leaderboard/test_cli_views.py::test_export_writes_csv_parquet_and_json

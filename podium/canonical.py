@@ -29,8 +29,3 @@ def sha256_file(path: Path, *, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
-
-
-def content_id(obj: Any, *, length: int = 16) -> str:
-    """A short id derived from the canonical JSON of ``obj``."""
-    return sha256_bytes(canonical_json(obj))[:length]

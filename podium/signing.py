@@ -98,18 +98,45 @@ def write_keypair(keypair: KeyPair, private_path: Path, *, overwrite: bool = Fal
     return public_path
 
 
+def private_key_from_pem(pem: bytes, *, where: str) -> KeyPair:
+    """The Ed25519 private key in ``pem``; anything else is a ``SignatureError`` naming
+    ``where`` (a file, an environment variable)."""
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise SignatureError(f"{where} is not a PEM private key: {exc}", where=where) from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SignatureError(f"{where} is not an Ed25519 key", where=where)
+    return KeyPair(key)
+
+
+def public_key_from_pem(
+    pem: bytes, *, where: str, accept_private: bool = False
+) -> Ed25519PublicKey:
+    """The Ed25519 public key in ``pem`` (with ``accept_private``, a private key's PEM
+    gives its public half); anything else is a ``SignatureError`` naming ``where``."""
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except ValueError as exc:
+        if not accept_private:
+            raise SignatureError(f"{where} is not a PEM public key: {exc}", where=where) from None
+        try:
+            return private_key_from_pem(pem, where=where).public_key
+        except SignatureError:
+            raise SignatureError(f"{where} is not a PEM public key", where=where) from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise SignatureError(f"{where} is not an Ed25519 public key", where=where)
+    return key
+
+
 def load_private_key(path: Path) -> KeyPair:
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        pem = path.read_bytes()
     except FileNotFoundError as exc:
         raise UsageError(
             f"no key file at {path}", hint="create one with `podium keys generate`"
         ) from exc
-    except (ValueError, TypeError) as exc:
-        raise SignatureError(f"{path} is not a PEM private key: {exc}", where=str(path)) from exc
-    if not isinstance(key, Ed25519PrivateKey):
-        raise SignatureError(f"{path} is not an Ed25519 key", where=str(path))
-    return KeyPair(key)
+    return private_key_from_pem(pem, where=str(path))
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
@@ -117,17 +144,8 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
         data = path.read_bytes()
     except FileNotFoundError as exc:
         raise UsageError(f"no public key file at {path}") from exc
-    try:
-        key = serialization.load_pem_public_key(data)
-    except ValueError:
-        # Also accept the private key file: its public half is what is needed.
-        try:
-            return load_private_key(path).public_key
-        except SignatureError:
-            raise SignatureError(f"{path} is not a PEM public key", where=str(path)) from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise SignatureError(f"{path} is not an Ed25519 public key", where=str(path))
-    return key
+    # Also accept the private key file: its public half is what is needed.
+    return public_key_from_pem(data, where=str(path), accept_private=True)
 
 
 def _payload(doc: dict[str, Any]) -> bytes:

@@ -67,8 +67,3 @@ class Contract:
                 continue
             out[key] = _unconvert(value)
         return out
-
-
-def json_name(name: str) -> dict[str, str]:
-    """Field metadata for a JSON member whose name is not a Python identifier."""
-    return {"json": name}

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING
 
-from podium.errors import UsageError
+from podium.urls import locate, resolve_url
 
 from .base import PublishResult, RawRecord, Store, record_path
 from .local import LocalStore
+
+if TYPE_CHECKING:
+    from podium.hub import DatasetURL
 
 DEFAULT_STORE = "./leaderboard-data"
 ENV_STORE = "PODIUM_STORE"
@@ -32,29 +35,20 @@ __all__ = [
 
 
 def resolve_store_url(url: str | None = None) -> str:
-    return url or os.environ.get(ENV_STORE) or DEFAULT_STORE
+    return resolve_url(url, env=ENV_STORE, default=DEFAULT_STORE)
 
 
 def open_store(url: str | None = None) -> Store:
     """The store named by ``url`` (see the module docstring)."""
-    url = resolve_store_url(url)
-    if url.startswith("hf://"):
-        return _open_hub(url)
-    if url.startswith("file://"):
-        return LocalStore(Path(urlsplit(url).path))
-    if "://" in url:
-        raise UsageError(
-            f"unknown store URL {url!r}", hint="use a folder path or hf://datasets/ORG/NAME"
-        )
-    return LocalStore(Path(url))
+    where = locate(resolve_store_url(url), what="store")
+    if isinstance(where, Path):
+        return LocalStore(where)
+    return _open_hub(where)
 
 
-def _open_hub(url: str) -> Store:
-    from podium.hub import parse_dataset_url  # huggingface_hub only for Hub stores
+def _open_hub(parsed: DatasetURL) -> Store:
+    from .hub import HubStore  # huggingface_hub only for Hub stores
 
-    from .hub import HubStore
-
-    parsed = parse_dataset_url(url)
     return HubStore(
         parsed.repo_id,
         endpoint=parsed.endpoint,

@@ -12,12 +12,9 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-from podium.errors import SignatureError, StoreError
+from podium.errors import StoreError
 from podium.fsutil import atomic_write, folder_lock
-from podium.signing import key_id
+from podium.signing import key_id, public_key_from_pem
 
 from .base import (
     CARD,
@@ -38,13 +35,7 @@ LOCK_NAME = ".podium.lock"
 
 
 def key_id_of_pem(pem: bytes) -> str:
-    try:
-        key = serialization.load_pem_public_key(pem)
-    except ValueError as exc:
-        raise SignatureError(f"not a PEM public key: {exc}") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise SignatureError("not an Ed25519 public key")
-    return key_id(key)
+    return key_id(public_key_from_pem(pem, where="the key"))
 
 
 class LocalStore:

@@ -15,18 +15,18 @@ from typing import Any
 import typer
 
 from podium import __version__
-from podium.cli import challenge as challenge_cmd
 from podium.cli import (
+    challenge_cmd,
     engine_cmd,
+    keys_cmd,
     leaderboard_cmd,
     queue_cmd,
+    report_cmd,
+    schema_cmd,
     submission_cmd,
     verify_cmd,
     worker_cmd,
 )
-from podium.cli import keys as keys_cmd
-from podium.cli import report as report_cmd
-from podium.cli import schema as schema_cmd
 from podium.cli.conventions import HELP_OPTIONS, RoleGroup, apply
 from podium.cli.output import console, print_error, set_debug, set_json
 from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_USAGE, PodiumError, UsageError
@@ -61,11 +61,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-app.add_typer(challenge_cmd.app, name="challenge")
-app.add_typer(schema_cmd.app, name="schema")
-app.add_typer(keys_cmd.app, name="keys")
-app.add_typer(report_cmd.app, name="report")
-for _module in (engine_cmd, submission_cmd, verify_cmd, leaderboard_cmd, queue_cmd, worker_cmd):
+#: every command module (``*_cmd``) mounts itself with ``register(root)``; `podium --help`
+#: lists them by role (``conventions.ROLES``)
+COMMAND_MODULES = (
+    challenge_cmd,
+    schema_cmd,
+    keys_cmd,
+    report_cmd,
+    engine_cmd,
+    submission_cmd,
+    verify_cmd,
+    leaderboard_cmd,
+    queue_cmd,
+    worker_cmd,
+)
+for _module in COMMAND_MODULES:
     _module.register(app)
 
 

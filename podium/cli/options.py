@@ -22,8 +22,8 @@ from typing import Annotated
 
 import typer
 
-from podium.errors import UsageError
-from podium.signing import KeyPair, load_private_key
+from podium.errors import SignatureError, UsageError
+from podium.signing import KeyPair, load_private_key, private_key_from_pem
 from schemas.challenge import ChallengeSpec, load_challenge
 
 ENV_CHALLENGE = "PODIUM_CHALLENGE"
@@ -119,8 +119,8 @@ def out_option(what: str = "Folder for what this command writes") -> object:
     return typer.Option("--out", "-o", help=f"{what}.")
 
 
-class Runner(enum.StrEnum):
-    """Where the engine under test runs."""
+class RunnerKind(enum.StrEnum):
+    """Where the engine under test runs (``verifier.runners.factory`` makes each)."""
 
     local_docker = "local-docker"
     process = "process"
@@ -135,7 +135,7 @@ class LocalRunner(enum.StrEnum):
 
 
 RunnerOpt = Annotated[
-    Runner,
+    RunnerKind,
     typer.Option(
         "--runner",
         help="local-docker: the sandbox (the only one that can give VERIFIED); process: a "
@@ -183,29 +183,19 @@ def resolve_challenge(given: str | None, named_by: str | None = None) -> Challen
     return load_named_challenge(*challenge_source(given, named_by))
 
 
-def _key_from_pem(pem: bytes) -> KeyPair:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    try:
-        key = serialization.load_pem_private_key(pem, password=None)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(
-            f"${ENV_KEY} holds no usable private key: {exc}",
-            hint="set it to a PEM file's path or its text (podium keys generate KEYFILE)",
-        ) from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise UsageError(f"${ENV_KEY} is not an Ed25519 private key")
-    return KeyPair(key)
-
-
 def signing_key(path: Path | None) -> KeyPair | None:
     """``--key``, else ``$PODIUM_SIGNING_KEY`` (a PEM file's path, or the PEM text)."""
     if path is not None:
         return load_private_key(path)
     env = os.environ.get(ENV_KEY, "").strip()
     if env.startswith("-----BEGIN"):
-        return _key_from_pem(env.encode())
+        try:
+            return private_key_from_pem(env.encode(), where=f"${ENV_KEY}")
+        except SignatureError as exc:
+            raise UsageError(
+                str(exc),
+                hint="set it to a PEM file's path or its text (podium keys generate KEYFILE)",
+            ) from None
     return load_private_key(Path(env)) if env else None
 
 

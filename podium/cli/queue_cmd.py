@@ -55,7 +55,7 @@ def submit(
     json_out: JsonOpt = False,
 ) -> None:
     """Store each bundle and write a PENDING request (submitting again changes nothing)."""
-    from verifier.queue.stores import describe_bundle, open_queue
+    from verifier.scale.queue.stores import describe_bundle, open_queue
 
     set_json(json_out)
     store = open_queue(queue)
@@ -71,7 +71,7 @@ def list_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """The requests, oldest first."""
-    from verifier.queue.stores import open_queue
+    from verifier.scale.queue.stores import open_queue
 
     set_json(json_out)
     store = open_queue(queue)
@@ -86,7 +86,7 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """One request with its whole history."""
-    from verifier.queue.stores import open_queue
+    from verifier.scale.queue.stores import open_queue
 
     set_json(json_out)
     req = open_queue(queue).get(request_id)
@@ -112,7 +112,7 @@ def cancel(
     json_out: JsonOpt = False,
 ) -> None:
     """Cancel a PENDING or RUNNING request (a running worker drops its result)."""
-    from verifier.queue.stores import open_queue
+    from verifier.scale.queue.stores import open_queue
 
     set_json(json_out)
     req = open_queue(queue).cancel(request_id)

@@ -202,7 +202,7 @@ def knobs_cmd(
 
       podium submission knobs my-entry --challenge fast-gemma --json
     """
-    from podium.cli.challenge import print_knobs
+    from podium.cli.challenge_cmd import print_knobs
     from submission.config import read_config
     from submission.knobs import knob_table
 
@@ -563,8 +563,8 @@ def _pipeline_measure(spec: ChallengeSpec, runner: LocalRunner) -> Any:
     """One point of a sweep: the pipeline ``selfcheck`` runs (public prompts, unsigned);
     for the held-out runs that give the margin, the pipeline ``verify`` runs (the
     challenge's own held-out set, unsigned)."""
-    from podium.cli.verify_cmd import make_runner, reference_runner
     from verifier.pipeline import VerifyRequest, verify
+    from verifier.runners.factory import make_runner, reference_runner
 
     def measure(bundle: Path, out: Path, heldout: bool, events: Events) -> dict[str, Any]:
         req = VerifyRequest(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +13,7 @@ from podium.cli.options import (
     ChallengeOpt,
     JsonOpt,
     KeyOpt,
-    Runner,
+    RunnerKind,
     RunnerOpt,
     out_option,
     require_bundle,
@@ -57,35 +56,6 @@ def bundle_challenge(bundle: Path) -> str | None:
     return challenge if isinstance(challenge, str) else None
 
 
-def make_runner(name: Runner | str) -> Any:
-    name = Runner(name)
-    if name is Runner.local_docker:
-        from verifier.runners.local_docker import LocalDockerRunner
-
-        return LocalDockerRunner()
-    if name is Runner.process:
-        from verifier.runners.process import ProcessRunner
-
-        return ProcessRunner()
-    server = os.environ.get("PODIUM_SERVER_URL")
-    if not server:
-        raise UsageError(
-            "the hf-jobs runner drives an engine that a server job already serves",
-            hint="run `podium dispatch` (it starts the jobs), or set PODIUM_SERVER_URL",
-        )
-    from verifier.runners.hf_jobs import HfJobsRunner
-
-    return HfJobsRunner(os.path.expandvars(server))
-
-
-def reference_runner(settings: Any, declared: Any = None) -> Any:
-    """The verifier's reference engine, as the challenge spec and the entry's declared
-    model say (imported lazily)."""
-    from verifier.runners import reference
-
-    return reference.reference_runner(settings, declared)
-
-
 def exit_code(verdict: str) -> int:
     return {"VERIFIED": EXIT_OK, "UNOFFICIAL": EXIT_OK, "REJECTED": EXIT_FINDINGS}.get(
         verdict, EXIT_CANNOT_EVALUATE
@@ -96,7 +66,7 @@ def run_verification(
     bundle: Path,
     *,
     challenge: str | None,
-    runner: Runner | str,
+    runner: RunnerKind | str,
     out: Path,
     reported_tps: float | None,
     heldout: str | None,
@@ -111,6 +81,7 @@ def run_verification(
     ``source`` is the directory a self-check packaged the bundle from (for the next step).
     """
     from verifier.pipeline import VerifyRequest, verify
+    from verifier.runners.factory import make_runner, reference_runner
 
     require_bundle(bundle)
     if publish and key is None:
@@ -122,7 +93,7 @@ def run_verification(
     req = VerifyRequest(
         bundle=bundle,
         spec=spec,
-        runner=make_runner(runner),
+        runner=make_runner(RunnerKind(runner).value),
         out_dir=out,
         reported_tps=reported_tps,
         heldout=heldout,
@@ -139,7 +110,7 @@ def run_verification(
         what = "self-check on the public prompts" if self_check else "blind, held-out set"
         con.print(
             f"verifying {markup(bundle)} against {spec.id} {spec.version} "
-            f"({what}; runner {Runner(runner).value})"
+            f"({what}; runner {RunnerKind(runner).value})"
         )
         with RichEvents(con, show_logs=logs) as events:
             outcome = verify(req, events)
@@ -256,7 +227,7 @@ def register(app: typer.Typer) -> None:
                 help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME.",
             ),
         ] = None,
-        runner: RunnerOpt = Runner.local_docker,
+        runner: RunnerOpt = RunnerKind.local_docker,
         out: Annotated[Path, out_option("Folder for the report and logs")] = Path("out/verify"),
         logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
         json_out: JsonOpt = False,

@@ -88,10 +88,10 @@ def _summary(handled: list[Any]) -> int:
 
 
 def _volume(uri: str, mount: str) -> Any:
-    from verifier.dispatch.jobs import VolumeSpec
+    from verifier.scale.dispatch.jobs import VolumeSpec
 
     if uri.startswith("hf://"):
-        from verifier.queue.stores import hub_repo_of
+        from verifier.scale.queue.stores import hub_repo_of
 
         repo, _ = hub_repo_of(uri.split("@")[0])
         rev = uri.split("@", 1)[1] if "@" in uri else None
@@ -118,9 +118,9 @@ def register(app: typer.Typer) -> None:
         from functools import partial
 
         from leaderboard.stores import open_store
-        from podium.cli.verify_cmd import make_runner, reference_runner
-        from verifier.queue.stores import open_queue
-        from verifier.worker import Worker, WorkerConfig
+        from verifier.runners.factory import make_runner, reference_runner
+        from verifier.scale.queue.stores import open_queue
+        from verifier.scale.worker import Worker, WorkerConfig
 
         set_json(json_out)
         cfg = WorkerConfig(
@@ -162,18 +162,18 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         from leaderboard.stores import open_store
-        from verifier.dispatch.dispatcher import DispatchConfig, Dispatcher
-        from verifier.queue.stores import LocalQueue, open_queue
+        from verifier.scale.dispatch.dispatcher import DispatchConfig, Dispatcher
+        from verifier.scale.queue.stores import LocalQueue, open_queue
 
         set_json(json_out)
         q = open_queue(queue)
         jobs: Any
         if backend is Backend.local:
-            from verifier.dispatch.local import LocalJobs
+            from verifier.scale.dispatch.local import LocalJobs
 
             jobs = LocalJobs()
         else:
-            from verifier.dispatch.hf import HfJobs
+            from verifier.scale.dispatch.hf import HfJobs
 
             if not namespace:
                 raise UsageError("--namespace is needed for HF Jobs", hint="your user or org name")
@@ -204,7 +204,7 @@ def register(app: typer.Typer) -> None:
         if harness_image:
             cfg.harness_image = harness_image
         elif backend is Backend.local:  # rehearsals build podium's image here
-            from verifier.dispatch.harness_image import build_harness_image
+            from verifier.scale.dispatch.harness_image import build_harness_image
 
             cfg.harness_image = build_harness_image()
         raise typer.Exit(_summary(Dispatcher(cfg, say=_say).run(once=once)))
@@ -226,7 +226,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from podium.cli.options import challenge_name
         from podium.cli.verify_cmd import bundle_challenge, exit_code
-        from verifier.dispatch.harness_job import run_harness_job
+        from verifier.scale.dispatch.harness_job import run_harness_job
 
         set_json(json_out)
         facts = {

@@ -103,7 +103,7 @@ def test_production_leaves_xet_as_the_environment_set_it(
     fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from leaderboard.stores.hub import HubStore
-    from verifier.queue.stores.hub import HubQueue
+    from verifier.scale.queue.stores.hub import HubQueue
 
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", False)
     store = HubStore("org/board", endpoint=fake_hub.endpoint, base_delay=0.01)
@@ -117,8 +117,8 @@ def test_the_default_endpoint_is_defined_once_and_hf_endpoint_is_read_at_call_ti
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from leaderboard.stores.hub import HubStore
-    from verifier.dispatch.hf import HfJobs
-    from verifier.queue.stores.hub import HubQueue
+    from verifier.scale.dispatch.hf import HfJobs
+    from verifier.scale.queue.stores.hub import HubQueue
 
     assert resolve_endpoint() == DEFAULT_ENDPOINT == "https://huggingface.co"
     assert HubStore("o/n").repo.endpoint == DEFAULT_ENDPOINT

@@ -26,10 +26,10 @@ from podium.cli.app import main
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
 from verifier.pipeline import VerifyRequest, verify
-from verifier.queue.stores import LocalQueue, describe_bundle
 from verifier.runners.process import ProcessRunner
 from verifier.runners.reference import reference_runner
-from verifier.worker import Worker, WorkerConfig
+from verifier.scale.queue.stores import LocalQueue, describe_bundle
+from verifier.scale.worker import Worker, WorkerConfig
 
 pytestmark = pytest.mark.slow
 

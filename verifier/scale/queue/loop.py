@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from podium.errors import PodiumError
 from podium.signing import KeyPair
-from verifier.queue.lease import LeaseKeeper
-from verifier.queue.request import Claim, QueueRequest
-from verifier.queue.stores.base import QueueStore
+from verifier.scale.queue.lease import LeaseKeeper
+from verifier.scale.queue.request import Claim, QueueRequest
+from verifier.scale.queue.stores.base import QueueStore
 
 if TYPE_CHECKING:
     from verifier.pipeline import Outcome

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from podium.errors import SchemaError, StoreError
 from podium.fsutil import atomic_write, folder_lock
-from verifier.queue import request as rq
-from verifier.queue.request import QueueRequest
-from verifier.queue.stores.base import BundleToSubmit, Change, QueueStore
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.request import QueueRequest
+from verifier.scale.queue.stores.base import BundleToSubmit, Change, QueueStore
 
 LOCK_NAME = ".podium-queue.lock"
 
@@ -101,7 +101,3 @@ class LocalQueue(QueueStore):
         target = dest / src.name
         shutil.copyfile(src, target)
         return target
-
-    def bundle_file(self, req: QueueRequest) -> Path:
-        """Where the bundle lies (for mounting the queue read-only into a harness job)."""
-        return self.root / req.doc["bundle"]["path"]

@@ -19,13 +19,13 @@ import pytest
 
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
-from verifier.dispatch.dispatcher import DispatchConfig, Dispatcher
-from verifier.dispatch.jobs import VolumeSpec
-from verifier.queue import request as rq
-from verifier.queue.stores import LocalQueue, describe_bundle
+from verifier.scale.dispatch.dispatcher import DispatchConfig, Dispatcher
+from verifier.scale.dispatch.jobs import VolumeSpec
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.stores import LocalQueue, describe_bundle
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TINY = REPO / "podium" / "data" / "tiny"
 
 
@@ -49,8 +49,8 @@ def test_local_dispatch_rehearsal_verifies_a_queued_bundle(
     tmp_path: Path, sample_bundle: Path, keypair: KeyPair
 ) -> None:
     need_tiny_and_docker()
-    from verifier.dispatch.harness_image import build_harness_image
-    from verifier.dispatch.local import LocalJobs
+    from verifier.scale.dispatch.harness_image import build_harness_image
+    from verifier.scale.dispatch.local import LocalJobs
 
     heldout = tmp_path / "heldout"
     heldout.mkdir()

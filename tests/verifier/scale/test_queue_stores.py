@@ -11,10 +11,10 @@ import pytest
 from hubserver import FakeHub
 
 from podium.errors import UsageError
-from verifier.queue import request as rq
-from verifier.queue.request import LeaseLost
-from verifier.queue.stores import LocalQueue, QueueStore, describe_bundle, open_queue
-from verifier.queue.stores.hub import HubQueue
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.request import LeaseLost
+from verifier.scale.queue.stores import LocalQueue, QueueStore, describe_bundle, open_queue
+from verifier.scale.queue.stores.hub import HubQueue
 
 MakeQueue = Callable[[], QueueStore]
 

@@ -23,9 +23,9 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from podium.errors import SchemaError
 from podium.hub import HubOptions, HubRepo
-from verifier.queue import request as rq
-from verifier.queue.request import QueueRequest
-from verifier.queue.stores.base import BundleToSubmit, Change, QueueStore
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.request import QueueRequest
+from verifier.scale.queue.stores.base import BundleToSubmit, Change, QueueStore
 
 
 class HubQueue(QueueStore):

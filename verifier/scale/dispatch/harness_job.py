@@ -14,27 +14,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from podium.errors import UsageError
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
-from verifier.dispatch.jobs import report_lines
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.runners.hf_jobs import HfJobsRunner
-
-KEY_ENV = "PODIUM_SIGNING_KEY"
-
-
-def key_from_env(name: str = KEY_ENV) -> KeyPair:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    pem = os.environ.get(name)
-    if not pem:
-        raise UsageError(f"no signing key in ${name}", hint="the dispatcher passes it as a secret")
-    key = serialization.load_pem_private_key(pem.encode(), password=None)
-    if not isinstance(key, Ed25519PrivateKey):
-        raise UsageError(f"${name} is not an Ed25519 private key")
-    return KeyPair(key)
+from verifier.scale.dispatch.jobs import report_lines
 
 
 def run_harness_job(

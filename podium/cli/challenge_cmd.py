@@ -151,3 +151,7 @@ def show_cmd(
     }
     doc["knobs"] = [row.to_dict() for row in knob_table(spec)]
     emit(doc, lambda con: _describe(spec, con))
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="challenge")

@@ -27,15 +27,15 @@ from podium import __version__
 from podium.errors import PodiumError
 from podium.signing import KeyPair, verify_document
 from schemas.challenge import ChallengeSpec, load_challenge
-from verifier.dispatch import jobs as J
-from verifier.dispatch.jobs import JobsBackend, JobSpec, JobState, VolumeSpec
 from verifier.intake import intake
 from verifier.pipeline import Outcome, VerifyRequest, verify
-from verifier.queue.lease import LeaseKeeper
-from verifier.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
-from verifier.queue.request import Claim, QueueRequest
-from verifier.queue.stores.base import QueueStore, default_identity
 from verifier.report import write_report
+from verifier.scale.dispatch import jobs as J
+from verifier.scale.dispatch.jobs import JobsBackend, JobSpec, JobState, VolumeSpec
+from verifier.scale.queue.lease import LeaseKeeper
+from verifier.scale.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
+from verifier.scale.queue.request import Claim, QueueRequest
+from verifier.scale.queue.stores.base import QueueStore, default_identity
 
 ENGINE_ALIAS = "engine"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from podium import dockerx
 from podium.errors import DockerError, UsageError
-from verifier.dispatch.jobs import JobSpec, JobState
+from verifier.scale.dispatch.jobs import JobSpec, JobState
 
 LABEL = "podium.job"
 CANCELED_LABEL = "podium.job.canceled"

@@ -19,16 +19,16 @@ from quickverify import quick_verify
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
-from verifier.dispatch import jobs as J
-from verifier.dispatch.dispatcher import DispatchConfig, Dispatcher
-from verifier.dispatch.hf import HfJobs
-from verifier.dispatch.jobs import VolumeSpec
 from verifier.intake import intake
 from verifier.pipeline import VerifyRequest
-from verifier.queue import request as rq
-from verifier.queue.stores import describe_bundle
-from verifier.queue.stores.hub import HubQueue
 from verifier.runners.hf_jobs import HfJobsRunner
+from verifier.scale.dispatch import jobs as J
+from verifier.scale.dispatch.dispatcher import DispatchConfig, Dispatcher
+from verifier.scale.dispatch.hf import HfJobs
+from verifier.scale.dispatch.jobs import VolumeSpec
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.stores import describe_bundle
+from verifier.scale.queue.stores.hub import HubQueue
 
 PUSHED = "registry.example.org/entries@sha256:" + "a" * 64
 

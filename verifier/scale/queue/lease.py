@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 
 from podium.errors import PodiumError
-from verifier.queue.request import Claim, now
-from verifier.queue.stores.base import QueueStore
+from verifier.scale.queue.request import Claim, now
+from verifier.scale.queue.stores.base import QueueStore
 
 
 class LeaseKeeper:

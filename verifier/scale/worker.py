@@ -1,6 +1,6 @@
 """``podium worker``: claim a request, verify it here, publish the record, mark it, repeat.
 
-The loop, the leases and the fence before publishing are ``verifier.queue.loop``'s; a
+The loop, the leases and the fence before publishing are ``verifier.scale.queue.loop``'s; a
 worker is its handler that verifies in this process, one request at a time. A crash
 loses nothing: the lease expires and another worker takes the request over. SIGINT or
 SIGTERM lets the current verification finish, marks it, and stops; a second signal
@@ -21,11 +21,11 @@ from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec, ReferenceEngine, load_challenge
 from verifier.declared import DeclaredModel
 from verifier.pipeline import Outcome, VerifyRequest, verify
-from verifier.queue.lease import LeaseKeeper
-from verifier.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
-from verifier.queue.request import Claim, QueueRequest
-from verifier.queue.stores.base import QueueStore, default_identity
 from verifier.runners.base import ReferenceRunner, Runner
+from verifier.scale.queue.lease import LeaseKeeper
+from verifier.scale.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
+from verifier.scale.queue.request import Claim, QueueRequest
+from verifier.scale.queue.stores.base import QueueStore, default_identity
 
 __all__ = ["Handled", "Worker", "WorkerConfig"]
 

@@ -142,3 +142,7 @@ def show_cmd(
     emit(result, human)
     if problems or signature.state == "invalid":
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="report")

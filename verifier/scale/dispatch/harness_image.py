@@ -47,7 +47,7 @@ def _source_digest(root: Path) -> str:
 
 
 def harness_tag() -> str:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     return f"podium/harness:{__version__}-{_source_digest(root)}"
 
 
@@ -61,7 +61,7 @@ def build_harness_image(*, base: str = BASE, tag: str | None = None, rebuild: bo
             return tag
         except Exception:  # not built yet
             pass
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     ctx = Path(tempfile.mkdtemp(prefix="podium-harness-image-"))
     try:
         for pkg in PACKAGES:

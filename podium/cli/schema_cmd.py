@@ -169,3 +169,7 @@ def validate_cmd(
     emit(result, human)
     if failed:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="schema")

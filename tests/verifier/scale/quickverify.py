@@ -64,9 +64,9 @@ def main() -> None:
 
     from leaderboard.stores import open_store
     from podium.signing import load_private_key
-    from verifier.queue.stores import open_queue
     from verifier.runners.process import ProcessRunner
-    from verifier.worker import Worker, WorkerConfig
+    from verifier.scale.queue.stores import open_queue
+    from verifier.scale.worker import Worker, WorkerConfig
 
     queue, store, key, ledger, out, lease, delay = sys.argv[1:8]
     cfg = WorkerConfig(

@@ -25,14 +25,14 @@ from quickverify import quick_verify
 from leaderboard.stores.hub import HubStore
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
-from verifier.queue import request as rq
-from verifier.queue.stores import LocalQueue, QueueStore, describe_bundle
-from verifier.queue.stores.hub import HubQueue
 from verifier.runners.process import ProcessRunner
-from verifier.worker import Worker, WorkerConfig
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.stores import LocalQueue, QueueStore, describe_bundle
+from verifier.scale.queue.stores.hub import HubQueue
+from verifier.scale.worker import Worker, WorkerConfig
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 
 
 def ledger_lines(path: Path) -> list[dict[str, object]]:
@@ -115,7 +115,10 @@ def test_four_workers_drain_a_hub_queue_exactly_once(
 
 
 def spawn_worker(tmp: Path, key_file: Path, *, lease: float, delay: float) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE), str(HERE.parent)])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE), str(HERE.parents[1])]),
+    }
     args = [str(tmp / "queue"), str(tmp / "results"), str(key_file), str(tmp / "ledger.jsonl")]
     args += [str(tmp / "out"), str(lease), str(delay)]
     return subprocess.Popen(

@@ -15,14 +15,14 @@ import pytest
 
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
-from verifier.queue import request as rq
-from verifier.queue.stores import LocalQueue, describe_bundle
 from verifier.runners.local_docker import LocalDockerRunner
 from verifier.runners.reference import reference_runner
-from verifier.worker import Worker, WorkerConfig
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.stores import LocalQueue, describe_bundle
+from verifier.scale.worker import Worker, WorkerConfig
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-TINY = Path(__file__).resolve().parents[2] / "podium" / "data" / "tiny"
+TINY = Path(__file__).resolve().parents[3] / "podium" / "data" / "tiny"
 
 
 def test_a_worker_verifies_a_queued_bundle_in_the_sandbox_and_publishes_it(

@@ -15,7 +15,7 @@ from huggingface_hub import HfApi, Volume
 
 from podium.errors import DockerError, UsageError
 from podium.hub import HUB_ERRORS, resolve_endpoint, translate_hub_error
-from verifier.dispatch.jobs import JobSpec, JobState
+from verifier.scale.dispatch.jobs import JobSpec, JobState
 
 
 class HfJobs:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from verifier.queue import request as rq
-from verifier.queue.lease import LeaseKeeper
-from verifier.queue.loop import ClaimLoop, Handled, conclude_failed
-from verifier.queue.request import Claim, QueueRequest
-from verifier.queue.stores import LocalQueue, describe_bundle
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.lease import LeaseKeeper
+from verifier.scale.queue.loop import ClaimLoop, Handled, conclude_failed
+from verifier.scale.queue.request import Claim, QueueRequest
+from verifier.scale.queue.stores import LocalQueue, describe_bundle
 
 
 def queue_of(tmp_path: Path, bundle: Path, n: int) -> LocalQueue:

@@ -61,3 +61,7 @@ def id_cmd(
         {"key_id": kid, "file": str(path), "public_key": public_raw_b64(public)},
         lambda con: con.print(kid),
     )
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="keys")

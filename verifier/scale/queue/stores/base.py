@@ -24,8 +24,8 @@ from typing import Any
 
 from podium.canonical import sha256_file
 from podium.errors import StoreError, UsageError
-from verifier.queue import request as rq
-from verifier.queue.request import Claim, LeaseLost, QueueRequest
+from verifier.scale.queue import request as rq
+from verifier.scale.queue.request import Claim, LeaseLost, QueueRequest
 
 #: a change: given the requests found (None where absent), the new documents to write
 Change = Callable[[list[QueueRequest | None]], list[QueueRequest]]
