@@ -11,15 +11,15 @@ bound as shipped): ``examples/tiny-baseline`` packaged with podium's engine code
 cheats included, its knobs in the bundle's ``[engine.config]`` (so the verifier's
 declared-model logic reads them from the frozen config, as it would from any entry),
 run by ``verifier.pipeline.verify`` with a process runner that reports itself as a
-verifying sandbox (``tests/sandbox_double.py``; no Docker) and the verifier's own
+verifying sandbox (``tests/doubles/sandbox.py``; no Docker) and the verifier's own
 reference runner. The engine reads the same frozen config the bundle carries.
 
 Rows: podium's baseline engine with lossy knobs the rules allow (sliding windows, int8
 and int4 weights, bfloat16); real vLLM (``examples/tiny-vllm`` in the Docker sandbox,
 ``podium/vllm-cpu``) with a window and with the KV-cache, dtype and quantisation options
 the rules allow, each either served and judged, or refused by vLLM's CPU build at start
-(the row says with what error); and every cheat of ``engines/cheats.py`` and
-``engines/adversarial.py`` that cheats about work. ``Crash``, ``Hang`` and ``Escape`` are
+(the row says with what error); and every cheating engine of ``tests/doubles`` that
+cheats about work. ``Crash``, ``Hang`` and ``Escape`` are
 left out: they test robustness and isolation (FAILED by design, or contained by the
 sandbox, which a process runner is not), not the judgement of work.
 
@@ -46,8 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import margins
-from bench.common import REPO_ROOT, RESULTS_DIR, machine
+from bench.common import DOUBLES_DIR, REPO_ROOT, RESULTS_DIR, import_doubles, machine
 from bench.margins import positions
+
+doubles = import_doubles()
 
 RESULT = RESULTS_DIR / "calibration.json"
 DOCS = REPO_ROOT / "docs" / "benchmarks.md"
@@ -66,7 +68,7 @@ class Row:
 
     name: str
     kind: str  # "honest" or "cheat"
-    engine: str = "engines.cheats:Honest"
+    engine: str = doubles.engine_class("Honest")
     config: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     #: its only cheat is replaying an answer to a prompt seen before
@@ -118,7 +120,7 @@ def margin_rows() -> list[Row]:
     spenders that score with one window and decode with a harsher one. Every row is
     ``examples/tiny-baseline`` with podium's engines and the row's environment; nothing
     in it depends on the device, so a GPU driver runs the same list."""
-    undeclared = "engines.cheats:Undeclared"
+    undeclared = doubles.engine_class("Undeclared")
     out = [
         Row(
             f"undeclared W={w}",
@@ -153,7 +155,7 @@ def margin_rows() -> list[Row]:
         Row(
             f"spender {a}/{b}",
             "cheat",
-            engine="engines.cheats:DecodeWindow",
+            engine=doubles.engine_class("DecodeWindow"),
             env={"CHEAT_SCORE_WINDOW": str(a), "CHEAT_WINDOW": str(b)},
             decode_ratio=DECODE_RATIO[f"W={b}"],
         )
@@ -176,7 +178,7 @@ def rows() -> list[Row]:
     ]
     replayers = {"ReplayCheapControls", "ReplaySlowNeighbour", "ReplayShaped", "CachedReplies"}
     cheats = [
-        Row(name, "cheat", engine=f"engines.cheats:{name}", replays=name in replayers)
+        Row(name, "cheat", engine=doubles.engine_class(name), replays=name in replayers)
         for name in (
             "ReplayCheapControls",
             "ReplaySlowNeighbour",
@@ -187,7 +189,7 @@ def rows() -> list[Row]:
         )
     ]
     cheats += [
-        Row(name, "cheat", engine=f"engines.adversarial:{name}", replays=name in replayers)
+        Row(name, "cheat", engine=doubles.engine_class(name), replays=name in replayers)
         for name in (
             "InflatedUsage",
             "PositiveLogprobs",
@@ -207,14 +209,14 @@ def rows() -> list[Row]:
         Row(
             "ForgedPromptReplay (honest ids)",
             "cheat",
-            engine="engines.adversarial:ForgedPromptReplay",
+            engine=doubles.engine_class("ForgedPromptReplay"),
             env={"ADVERSARY_HONEST_IDS": "1"},
         )
     )
     return honest + cheats + margin_rows()
 
 
-#: engines of engines/adversarial.py left out, and why
+#: engines of tests/doubles left out, and why
 LEFT_OUT = {
     "Crash": "exits mid-run: a robustness test, FAILED by design",
     "Hang": "stops answering mid-run: a robustness test, FAILED by design",
@@ -232,7 +234,7 @@ def _toml_value(value: Any) -> str:
 
 def make_source(row: Row, where: Path) -> Path:
     """The row's example with the row's knobs in its config; ``tiny-baseline`` also gets
-    podium's engines (the cheats among them)."""
+    podium's baseline engine and the test doubles (the cheats among them)."""
     src = where / "src"
     shutil.copytree(
         REPO_ROOT / "examples" / row.example,
@@ -246,8 +248,10 @@ def make_source(row: Row, where: Path) -> Path:
             engines / "baseline",
             ignore=shutil.ignore_patterns("__pycache__"),
         )
-        for name in ("__init__.py", "cheats.py", "adversarial.py"):
-            shutil.copy(REPO_ROOT / "engines" / name, engines / name)
+        shutil.copy(REPO_ROOT / "engines" / "__init__.py", engines / "__init__.py")
+        shutil.copytree(
+            DOUBLES_DIR, src / "engine" / "doubles", ignore=shutil.ignore_patterns("__pycache__")
+        )
     toml = (src / "podium.toml").read_text(encoding="utf-8")
     config = dict(row.config)
     if "DTYPE" in config:
@@ -260,8 +264,7 @@ def make_source(row: Row, where: Path) -> Path:
 
 def verify_row(row: Row, where: Path) -> dict[str, Any]:
     """Package the row's bundle and verify it; the report and the wall time."""
-    sys.path.insert(0, str(REPO_ROOT / "tests"))
-    from sandbox_double import VerifyingSandbox
+    from doubles.sandbox import VerifyingSandbox
 
     from schemas.challenge import load_challenge
     from submission.bundle import package
@@ -540,7 +543,7 @@ Each row is one whole verification on the `tiny` challenge, its spec and bounds 
 shipped: `examples/tiny-baseline` packaged with podium's engine code, the row's knobs in
 the bundle's `[engine.config]` (so the verifier reads them from the frozen config),
 run by `verifier.pipeline.verify` with the verifier's own reference engine and a process
-runner that stands in for the sandbox (`tests/sandbox_double.py`). The `vLLM` rows
+runner that stands in for the sandbox (`tests/doubles/sandbox.py`). The `vLLM` rows
 package `examples/tiny-vllm` instead (real vLLM from `podium/vllm-cpu`, in the Docker
 sandbox): vLLM's own lossy options, as its CPU build serves them, or the error with
 which it refuses one at start. Measured at commit
@@ -588,9 +591,9 @@ def margin_section(result: dict[str, Any]) -> str:
 ### Trust margins: undeclared approximations and double spenders
 
 `{COMMAND} --only` with the names of `margin_rows()` (`bench/calibrate.py`; positions by
-`bench/margins.py`). *Honest* rows run `engines.cheats:Undeclared`: the approximation on
+`bench/margins.py`). *Honest* rows run `doubles.honest:Undeclared`: the approximation on
 every path, not declared, so the reference runs the unmodified model and judges it by
-the budget. *Cheat* rows run `engines.cheats:DecodeWindow`: scoring with window
+the budget. *Cheat* rows run `doubles.decode:DecodeWindow`: scoring with window
 `CHEAT_SCORE_WINDOW`, decoding with the harsher `CHEAT_WINDOW`. *Decode alone* is the
 PPL ratio of the model it decodes with (the `W=` rows above; the cap is
 {cap_ratio:.2f}). Each bound column is the row's value over what the bound allows

@@ -7,6 +7,7 @@ time the harness spends is its own and the engine's work does not hide inside it
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import multiprocessing
 import os
@@ -21,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -29,6 +31,19 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 IMG_DIR = REPO_ROOT / "docs" / "img"
 DATA = REPO_ROOT / "podium" / "data"
+#: the test doubles (cheating engines, the sandbox stand-in): a package of the tests, outside
+#: the wheel; a bundle carries it as ``engine/doubles/``
+DOUBLES_DIR = REPO_ROOT / "tests" / "doubles"
+
+
+def import_doubles() -> ModuleType:
+    """The tests' ``doubles`` package, importable by that name as it is in the tests
+    (pytest's ``pythonpath``) and in an engine bundle: the one place a benchmark puts the
+    tests' folder on ``sys.path`` (last, so it shadows nothing)."""
+    tests = str(DOUBLES_DIR.parent)
+    if tests not in sys.path:
+        sys.path.append(tests)
+    return importlib.import_module("doubles")
 
 
 def free_port() -> int:

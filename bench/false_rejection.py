@@ -205,7 +205,7 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
         }
     return {
         "challenge": "tiny",
-        "runner": "process (tests/sandbox_double.py), as bench.calibrate",
+        "runner": "process (tests/doubles/sandbox.py), as bench.calibrate",
         "rows": out,
         "false_rejections": sum(r["false_rejections"] for r in out.values()),
         "runs": sum(r["runs"] for r in out.values()),

@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.calibrate import Row, make_source, margin_rows, summarise
+from bench.calibrate import Row, doubles, make_source, margin_rows, summarise
 from bench.common import REPO_ROOT, machine
 
 ZERO_DIGEST = "sha256:" + "0" * 64
@@ -62,24 +62,24 @@ def rows() -> list[Row]:
         Row(
             "undeclared W=24",
             "honest",
-            engine="engines.cheats:Undeclared",
+            engine=doubles.engine_class("Undeclared"),
             env={"UNDECLARED_WINDOW": "24"},
         ),
     ]
     cheats = [
-        Row(name, "cheat", engine=f"engines.cheats:{name}", replays=name == "ReplayShaped")
+        Row(name, "cheat", engine=doubles.engine_class(name), replays=name == "ReplayShaped")
         for name in ("DecodeWindow", "FlatterLogprobs", "FlatterSomeRecords", "ReplayShaped")
     ]
     cheats.append(
         Row(
             "DecodeWindow 24/12",
             "cheat",
-            engine="engines.cheats:DecodeWindow",
+            engine=doubles.engine_class("DecodeWindow"),
             env={"CHEAT_SCORE_WINDOW": "24", "CHEAT_WINDOW": "12"},
         )
     )
     cheats += [
-        Row(name, "cheat", engine=f"engines.adversarial:{name}", replays=name == "CachedReplies")
+        Row(name, "cheat", engine=doubles.engine_class(name), replays=name == "CachedReplies")
         for name in (
             "SwitchPath",
             "ScaledLogprobs",

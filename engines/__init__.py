@@ -10,5 +10,7 @@ which is all an engine container holds.
   standard-library HTTP server.
 - ``engines.vllm_launcher``: turns a frozen engine config into vLLM server arguments,
   warms the engine up before readiness (standard library only; runs in the vLLM image).
-- ``engines.adversarial``: baseline variants that cheat or break, for the verifier's tests.
+
+Baseline variants that cheat or break, for the verifier's tests, live with the tests
+(``tests/doubles``), outside the wheel.
 """

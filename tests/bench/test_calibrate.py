@@ -84,7 +84,7 @@ def test_a_rows_knobs_reach_the_frozen_config_the_verifier_reads(tmp_path: Path)
     assert frozen["SLIDING_WINDOW"] == 16 and frozen["DTYPE"] == "bfloat16"
     model = declared_model(frozen, "float32")
     assert model.sliding_window == 16 and model.dtype == "bfloat16"
-    assert (src / "engine" / "engines" / "adversarial.py").is_file()
+    assert (src / "engine" / "doubles" / "decode.py").is_file()
 
 
 def test_the_expectation_of_each_kind() -> None:
@@ -107,7 +107,7 @@ def test_a_vllm_row_packages_the_vllm_example_with_its_option(tmp_path: Path) ->
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
     frozen = json.loads(calibrate._member(packaged.bundle.path, "engine-config.json"))
     assert frozen["KV_CACHE_DTYPE"] == "fp8" and frozen["DTYPE"] == "float32"
-    assert not (src / "engine" / "engines" / "cheats.py").exists()  # vLLM, not the cheats
+    assert not (src / "engine" / "doubles").exists()  # vLLM, not the cheats
 
 
 def test_an_option_vllm_refuses_at_start_is_said_so_and_nothing_else_passes_for_it() -> None:
@@ -156,7 +156,7 @@ def test_an_unstable_clock_alone_is_told_apart_from_a_trust_checks_miss() -> Non
 
 def test_a_replaying_cheat_with_nothing_to_replay_is_judged_as_honest() -> None:
     stats = {"computed_tokens": 1600, "replayed_tokens": 0}
-    row = calibrate.Row("ReplayShaped", "cheat", engine="engines.cheats:ReplayShaped", replays=True)
+    row = calibrate.Row("ReplayShaped", "cheat", engine="doubles.replay:ReplayShaped", replays=True)
     s = calibrate.summarise(
         row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=stats
     )
@@ -173,7 +173,7 @@ def test_the_table_carries_the_numbers_and_the_section_replaces_only_itself() ->
         _row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0
     )
     table = calibrate.markdown_table([s])
-    assert "| int8 | `cheats:Honest` | `QUANTIZATION=int8` | 23.500 | 1.0041 | 0.0300 |" in table
+    assert "| int8 | `honest:Honest` | `QUANTIZATION=int8` | 23.500 | 1.0041 | 0.0300 |" in table
     assert "| 0.0200 | 0.0600 | 0.360 | 4.0 % | VERIFIED | – | yes |" in table
     result = {
         "machine": {"git_sha": "abc1234", "cpu": "cpu", "load_average": [1.0], "date": "d"},

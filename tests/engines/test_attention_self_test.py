@@ -2,7 +2,7 @@
 
 The CPU's own sdpa kernels are right, so the fault that float32 sdpa showed on CUDA (wrong
 at a pass of kW + 1 tokens) is simulated by a registered path that is wrong exactly there
-(``tests/broken_attention.py``). The test must catch it at the lengths whose prefill is
+(``tests/doubles/attention.py``). The test must catch it at the lengths whose prefill is
 kW + 1 tokens, switch the engine to eager and leave it computing what eager computes; and
 an engine with no path that passes must refuse to exist.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken_attention import register
+from doubles.attention import register
 
 from engines.baseline import attention
 from engines.baseline.attention import test_lengths as lengths_for

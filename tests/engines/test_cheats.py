@@ -1,4 +1,4 @@
-"""The cheats of ``engines/cheats.py`` through the whole verification pipeline, no Docker.
+"""The cheats of ``tests/doubles`` through the whole verification pipeline, no Docker.
 
 Each test runs one cheat on the ``tiny`` challenge (the real spec, stability bound
 included) with the verifier's reference engine, and proves two things: what the cheat
@@ -10,7 +10,7 @@ the exception that proves the design: no timed prompt repeats, so it has nothing
 replay, computes every token and gains nothing.
 
 The participant's engine runs as a plain process under a runner that reports itself as
-a verifying sandbox (``tests/sandbox_double.py``), one torch thread each, so the 2-core
+a verifying sandbox (``tests/doubles/sandbox.py``), one torch thread each, so the 2-core
 machine's other work disturbs the timings less.
 """
 
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_double import VerifyingSandbox
+from doubles import engine_class
+from doubles.sandbox import VerifyingSandbox
 
 from schemas.challenge import load_challenge
 from submission.bundle import package
@@ -57,8 +58,12 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         engines / "baseline",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    for name in ("__init__.py", "cheats.py"):
-        shutil.copy(REPO / "engines" / name, engines / name)
+    shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
+    shutil.copytree(
+        REPO / "tests" / "doubles",
+        src / "engine" / "doubles",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     packaged = package(src, src.parent / "dist", build=False)
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
     return packaged.bundle.path
@@ -113,7 +118,7 @@ class Run:
 
 def run(bundle: Path, out: Path, engine: str, **env: str) -> Run:
     runner = VerifyingSandbox(
-        env={"ENGINE_CLASS": f"engines.cheats:{engine}", "OMP_NUM_THREADS": "1", **env}
+        env={"ENGINE_CLASS": engine_class(engine), "OMP_NUM_THREADS": "1", **env}
     )
     spec = load_challenge("tiny")
     outcome = verify(VerifyRequest(bundle, spec, runner, out, reference=reference_runner))

@@ -7,14 +7,9 @@ nothing here patches podium's own functions.
 from __future__ import annotations
 
 import socket
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from hubserver import FakeHub, allow_hub_requests
 from huggingface_hub import constants
 

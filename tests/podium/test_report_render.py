@@ -6,16 +6,12 @@ from __future__ import annotations
 import copy
 import io
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "leaderboard"))
-
 from factories import make_report
+from rich.console import Console
 
 from podium.cli.app import main
 from podium.cli.render import Signature, render_report

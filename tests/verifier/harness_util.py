@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fake_engine import VOCAB, tokenize
+from doubles.fake_engine import VOCAB, tokenize
 
 from schemas.challenge import ChallengeSpec, load_challenge
 
@@ -97,7 +97,7 @@ def ppl_records(n: int = 3) -> list[dict[str, Any]]:
 
 def evaluate(engine_url: str, spec: ChallengeSpec | None = None, **kw: Any) -> Any:
     """The harness against ``engine_url`` with the fake data (a ``HarnessResult``)."""
-    from fake_engine import EOS, retokenize
+    from doubles.fake_engine import EOS, retokenize
 
     from verifier.evaluation import run_harness
 

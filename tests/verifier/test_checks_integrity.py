@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from fake_engine import FakeEngine, Misbehave
+from doubles.fake_engine import FakeEngine, Misbehave
 from harness_util import evaluate, judge, small_spec
 
 from podium.errors import UsageError

@@ -11,7 +11,7 @@ import socket
 import time
 
 import pytest
-from fake_engine import MODEL_ID, FakeEngine, Misbehave
+from doubles.fake_engine import MODEL_ID, FakeEngine, Misbehave
 
 from podium.errors import EngineError, EngineTimeout
 from verifier.harness.client import EngineClient, served_model, wait_ready

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from fake_engine import MODEL_ID, FakeEngine, Misbehave, logprobs_after
+from doubles.fake_engine import MODEL_ID, FakeEngine, Misbehave, logprobs_after
 from harness_util import ppl_records, small_spec
 
 from podium.errors import EngineError

@@ -7,7 +7,7 @@ another engine, on what was recorded.
 
 from __future__ import annotations
 
-from fake_engine import FakeEngine, Misbehave
+from doubles.fake_engine import FakeEngine, Misbehave
 from harness_util import FakeRenderer, evaluate, judge, small_spec
 
 from podium.errors import EngineError

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from fake_engine import MODEL_ID, FakeEngine, Misbehave, retokenize
+from doubles.fake_engine import MODEL_ID, FakeEngine, Misbehave, retokenize
 from harness_util import prompts, small_spec
 
 from podium.errors import EngineError

@@ -1,6 +1,6 @@
 """The pipeline end to end without Docker: one intake result, one report, the verdict's rules.
 
-``VerifyingSandbox`` (``tests/sandbox_double.py``) is podium's process runner reporting
+``VerifyingSandbox`` (``tests/doubles/sandbox.py``) is podium's process runner reporting
 itself as a sandbox that can verify, so the pipeline's VERIFIED path runs here on the
 baseline engine as a plain process; the real sandbox is tested in ``test_verify_e2e.py``.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_double import VerifyingSandbox
+from doubles.sandbox import VerifyingSandbox
 
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec, ReferenceEngine, load_challenge

@@ -1,7 +1,7 @@
 """A whole verification whose reference has a wrong attention path on this machine.
 
 The CPU's kernels are right, so the fault is simulated: the reference is built on a
-registered path that is wrong at a prefill of kW + 1 tokens (``tests/broken_attention.py``).
+registered path that is wrong at a prefill of kW + 1 tokens (``tests/doubles/attention.py``).
 Its self-test must catch that and judge with eager attention, which leaves an honest entry
 UNOFFICIAL (the process runner has no sandbox) with nothing failing; and a reference with
 no passing path must never judge: the run is FAILED at ``reference-load``, as the
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken_attention import register
+from doubles.attention import register
 from entry_bundle import entry_source, packaged
 
 from engines.baseline import attention

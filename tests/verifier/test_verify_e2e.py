@@ -2,7 +2,7 @@
 
 The honest baseline ends VERIFIED on the tiny challenge (whose hardware is a CPU); the
 same bundle under the fast-gemma hardware rule on a machine without an A10G ends
-UNOFFICIAL; each adversarial engine (``engines/adversarial.py``), cheats that know how
+UNOFFICIAL; each adversarial engine (``tests/doubles``), cheats that know how
 they are judged included, ends with its expected verdict and finding ids, judged by the
 verifier's own reference model after the engine has stopped.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles import engine_class
 
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
@@ -48,7 +49,11 @@ def make_bundle(tmp: Path, name: str, env: dict[str, str] | None = None) -> Path
             ignore=shutil.ignore_patterns("__pycache__"),
         )
         shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
-        shutil.copy(REPO / "engines" / "adversarial.py", engines / "adversarial.py")
+        shutil.copytree(
+            REPO / "tests" / "doubles",
+            src / "engine" / "doubles",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         lines = "".join(f'{k} = "{v}"\n' for k, v in env.items())
         toml = toml.replace("[engine.env]\n", "[engine.env]\n" + lines)
     (src / "podium.toml").write_text(toml)
@@ -194,9 +199,7 @@ ADVERSARIES: list[tuple[str, dict[str, str], str, tuple[str, ...]]] = [
 def test_adversarial_engine_gets_expected_verdict(
     tmp_path: Path, name: str, env: dict[str, str], verdict: str, expected: tuple[str, ...]
 ) -> None:
-    bundle = make_bundle(
-        tmp_path, name.lower(), {"ENGINE_CLASS": f"engines.adversarial:{name}", **env}
-    )
+    bundle = make_bundle(tmp_path, name.lower(), {"ENGINE_CLASS": engine_class(name), **env})
     report = run_verify(bundle, tmp_path / "out")
     assert report["verdict"] == verdict, (report["findings"], report["failure"])
     found = finding_ids(report)
@@ -212,7 +215,7 @@ def test_escaping_engine_is_contained_and_verdict_unaffected(tmp_path: Path) -> 
     bundle = make_bundle(
         tmp_path,
         "escape",
-        {"ENGINE_CLASS": "engines.adversarial:Escape", "ADVERSARY_PATHS": str(heldout_dir)},
+        {"ENGINE_CLASS": engine_class("Escape"), "ADVERSARY_PATHS": str(heldout_dir)},
     )
     report = run_verify(bundle, tmp_path / "out")
     log = (tmp_path / "out" / "engine.log").read_text()

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from hubserver import FakeHub, allow_hub_requests
 
 from podium.signing import KeyPair, write_keypair

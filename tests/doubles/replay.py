@@ -1,14 +1,8 @@
-"""Cheating engines aimed at the integrity checks' weak spots, each trying to pass them all.
+"""Doubles that replay answers to prompts seen before instead of computing them:
+``integrity.caching`` (and the reference's judgement of controls,
+``integrity.reference-decode``).
 
-Beside ``engines.adversarial``, these were written against the checks as they once
-stood, and each got through on the ``tiny`` challenge until the check it aimed at was
-changed; ``tests/engines/test_cheats.py`` keeps every one REJECTED. Each is a
-``BaselineEngine`` subclass selected with ``ENGINE_CLASS=engines.cheats:NAME``; the
-replaying ones print a ``CHEAT-STATS {json}`` line to stderr after each generation
-request (tokens decoded by the model, tokens replayed), so a test reads from the
-engine's log how much work it really did.
-
-- ``Honest``: the baseline unchanged, the yardstick.
+- ``CachedReplies``: replays a cached answer for a prompt seen before.
 - ``ReplayCheapControls``: decodes each distinct prompt once and replays the answer for
   every repeat; a caching control (a prompt never seen, once the stream repeats) gets a
   cached answer of another prompt at once. Nothing judges a control's tokens.
@@ -19,59 +13,46 @@ engine's log how much work it really did.
   controls), replaying in the later passes. It rebuilds the harness's clock from what it
   sees, so it knows where each pass and trial starts, and paces the replays so every
   trial has the same length and token count.
-- ``FlatterLogprobs``: every reported logprob raised by ``CHEAT_NATS`` (0.0199) nats,
-  capped at 0: just inside ``max_lower_nats``.
-- ``FlatterSomeRecords``: one held-out PPL record in ``CHEAT_EVERY`` (16) scored with
-  every logprob at 0; the reference's sample of records misses it half the time.
-- ``DecodeWindow``: generation with a sliding window of ``CHEAT_WINDOW`` (16) tokens,
-  scoring with ``CHEAT_SCORE_WINDOW`` (the model's own by default): a cheaper, lossier
-  decode behind a milder PPL (a double spender of the quality budget).
 
-Honest yardsticks beside them: ``Honest`` (the baseline unchanged) and ``Undeclared`` (an
-approximation the engine makes on every path without declaring it: a window of
-``UNDECLARED_WINDOW``, weights rounded to ``UNDECLARED_QUANT``), as a custom engine's own
-approximation would be, judged by the quality budget alone.
+The last three were written against the checks as they once stood, and each got through
+on the ``tiny`` challenge until the check it aimed at was changed;
+``tests/engines/test_cheats.py`` keeps them REJECTED (or, for ``ReplayShaped``, with
+nothing to replay). They print a ``CHEAT-STATS {json}`` line to stderr after each
+generation request (tokens decoded by the model, tokens replayed), so a test reads from
+the engine's log how much work it really did.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from engines.adversarial import recorded, replay_steps
-from engines.baseline import model
+from doubles._shared import env_float, recorded, replay_steps
 from engines.baseline.model import BaselineEngine, Generation, TokenStep
 from engines.baseline.protocol import SamplingParams
 
-if TYPE_CHECKING:
-    import torch
 
-
-def _env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, str(default)))
-
-
-class Honest(BaselineEngine):
-    """The baseline unchanged: the yardstick every cheat is measured against."""
-
-
-class Undeclared(BaselineEngine):
-    """Honest, with an approximation it does not declare, on every path alike: a sliding
-    window of ``UNDECLARED_WINDOW`` and/or weights rounded to ``UNDECLARED_QUANT`` (int8,
-    int4). The verifier's reference runs the unmodified model and judges it by the budget."""
+class CachedReplies(BaselineEngine):
+    """Remembers every generated answer and replays it for a prompt seen before."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if os.environ.get("UNDECLARED_WINDOW"):
-            kwargs["sliding_window"] = int(os.environ["UNDECLARED_WINDOW"])
-        if os.environ.get("UNDECLARED_QUANT"):
-            kwargs["quantization"] = os.environ["UNDECLARED_QUANT"]
         super().__init__(*args, **kwargs)
+        self._cache: dict[tuple[int, ...], list[int]] = {}
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        key = (*prompt_ids, -1, sampling.max_tokens or 0)
+        cached = self._cache.get(key)
+        if cached is not None and prompt_logprobs is None:
+            return Generation(prompt_ids, None, replay_steps(cached, len(cached)))
+        gen = super().start(prompt_ids, sampling, prompt_logprobs)
+        return recorded(gen, lambda out: self._cache.__setitem__(key, out))
 
 
 @dataclass
@@ -108,8 +89,8 @@ class ReplayShaped(BaselineEngine):
         self._pass_start = 0.0
         self._last_timed_end: float | None = None
         self._untimed_since = False
-        self._min_trial_s = _env_float("CHEAT_MIN_TRIAL_S", 2.0)
-        self._pass_s = _env_float("CHEAT_PASS_S", 0.08)
+        self._min_trial_s = env_float("CHEAT_MIN_TRIAL_S", 2.0)
+        self._pass_s = env_float("CHEAT_PASS_S", 0.08)
         self.stats = {"computed_tokens": 0, "replayed_tokens": 0, "controls": 0, "trials": 0}
 
     # -- the harness's clock, rebuilt ---------------------------------------------------
@@ -271,7 +252,7 @@ class _Replay(BaselineEngine):
         return recorded(gen, done)
 
     def _replayed(self, prompt_ids: list[int], answer: list[int]) -> Generation:
-        until = time.perf_counter() + _env_float("CHEAT_REPLAY_S", 0.005)
+        until = time.perf_counter() + env_float("CHEAT_REPLAY_S", 0.005)
 
         def pace() -> None:
             self.before_replay_ends()
@@ -336,7 +317,7 @@ class ReplaySlowNeighbour(_Replay):
         return gen
 
     def control(self, prompt_ids: list[int], sampling: SamplingParams) -> Generation:
-        self._owed = _env_float("CHEAT_SLOW", 1.5) * statistics.median(self._honest_s)
+        self._owed = env_float("CHEAT_SLOW", 1.5) * statistics.median(self._honest_s)
         return super().control(prompt_ids, sampling)
 
     def _replayed(self, prompt_ids: list[int], answer: list[int]) -> Generation:
@@ -348,70 +329,3 @@ class ReplaySlowNeighbour(_Replay):
         wait = self._until - time.perf_counter()
         if wait > 0:
             time.sleep(wait)
-
-
-class DecodeWindow(BaselineEngine):
-    """Generation with the sliding window cut to ``CHEAT_WINDOW`` (16) tokens; scoring with
-    ``CHEAT_SCORE_WINDOW`` (the model's own window when unset), so the PPL is that of a
-    milder model than the one that decodes."""
-
-    def start(
-        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
-    ) -> Generation:
-        config = self.model.config
-        if not hasattr(self, "_window"):
-            scored = os.environ.get("CHEAT_SCORE_WINDOW")
-            self._window = int(scored) if scored else config.sliding_window
-        lossy = prompt_logprobs is None
-        config.sliding_window = int(os.environ.get("CHEAT_WINDOW", "16")) if lossy else self._window
-        return super().start(prompt_ids, sampling, prompt_logprobs)
-
-
-def _flattered(entry: model.PositionLogprobs | None, nats: float) -> model.PositionLogprobs | None:
-    if entry is None:
-        return None
-
-    def up(t: model.TokenLogprob) -> model.TokenLogprob:
-        return model.TokenLogprob(t.token_id, min(0.0, t.logprob + nats), t.rank)
-
-    return model.PositionLogprobs(up(entry.chosen), tuple(up(t) for t in entry.top))
-
-
-class FlatterLogprobs(BaselineEngine):
-    """Every reported prompt logprob raised by ``CHEAT_NATS`` (just under the lower bound)."""
-
-    def prompt_logprobs_from_logits(
-        self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
-    ) -> list[model.PositionLogprobs | None]:
-        nats = _env_float("CHEAT_NATS", 0.0199)
-        entries = super().prompt_logprobs_from_logits(logprobs, targets, k)
-        return [_flattered(e, nats) for e in entries]
-
-
-class FlatterSomeRecords(BaselineEngine):
-    """One held-out PPL record in ``CHEAT_EVERY`` (16), in the order they come, scored with
-    every logprob at 0; same-path probes (their prompt is a chat prompt) are left honest."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._records = 0
-        self._flatter = False
-
-    def start(
-        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
-    ) -> Generation:
-        marker = self.tokenizer.convert_tokens_to_ids("<start_of_turn>")
-        record = prompt_logprobs is not None and marker not in prompt_ids
-        self._flatter = False
-        if record:
-            self._flatter = self._records % int(os.environ.get("CHEAT_EVERY", "16")) == 0
-            self._records += 1
-            if self._flatter:
-                print("CHEAT-FLATTERED " + json.dumps(prompt_ids), file=sys.stderr, flush=True)
-        return super().start(prompt_ids, sampling, prompt_logprobs)
-
-    def prompt_logprobs_from_logits(
-        self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
-    ) -> list[model.PositionLogprobs | None]:
-        entries = super().prompt_logprobs_from_logits(logprobs, targets, k)
-        return [_flattered(e, 100.0) for e in entries] if self._flatter else entries

@@ -1,0 +1,109 @@
+"""Test doubles: engines that cheat or break, a fake engine, a sandbox and attention path
+that stand in for the real ones. They are fixtures of the verifier's tests (and of the
+calibration benchmarks), never part of the wheel.
+
+Two forms of each cheat exist where they can:
+
+- a *torch* double, a ``BaselineEngine`` subclass that runs the real tiny model inside an
+  engine process or container as ``ENGINE_CLASS=doubles.MODULE:NAME`` (the bundle carries
+  this package as ``engine/doubles/``, on the container's ``PYTHONPATH``); one module per
+  check it attacks: ``scoring`` (the ``ppl.*`` checks), ``decode``
+  (``integrity.reference-decode``, ``integrity.same-path``), ``replay``
+  (``integrity.caching``), ``counts`` (``integrity.lengths``, ``tps.usage-mismatch``),
+  ``robustness`` (``integrity.isolation``, FAILED runs) and ``honest`` (the yardsticks);
+- a *fake* switch, a field of ``doubles.fake_engine.Misbehave``: the arithmetic fake
+  engine over HTTP, for fast tests of one check.
+
+``CATALOGUE`` is the one list of them: each double's name (the torch class's, where there
+is one), the check ids it attacks, its torch module and its fake switches.
+``tests/test_doubles.py`` keeps the catalogue, the modules and ``Misbehave`` in step.
+
+Other doubles here: ``fake_engine`` (the fake engine itself), ``sandbox``
+(``VerifyingSandbox``: the process runner posing as a sandbox) and ``attention`` (a wrong
+attention path for the reference's self-test).
+
+This module is imported inside engine containers: standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Double:
+    """One cheat (or honest yardstick, or breakage) and the forms it takes."""
+
+    #: the check ids it attacks (empty: it attacks none, or it makes the run FAILED)
+    attacks: tuple[str, ...]
+    #: the module of ``doubles`` whose class of the catalogue's name is its torch form
+    module: str | None = None
+    #: the ``Misbehave`` fields that make the fake engine do it
+    switches: tuple[str, ...] = ()
+
+
+CATALOGUE: dict[str, Double] = {
+    # honest yardsticks
+    "Honest": Double((), "honest"),
+    "Undeclared": Double((), "honest"),
+    # scoring
+    "PositiveLogprobs": Double(("ppl.logprob-positive",), "scoring", ("positive_logprobs",)),
+    "ScaledLogprobs": Double(("ppl.reference-mismatch",), "scoring", ("scale_logprobs",)),
+    "FlatterLogprobs": Double(("ppl.reference-mismatch",), "scoring"),
+    "FlatterSomeRecords": Double(("ppl.reference-mismatch",), "scoring"),
+    "Degraded": Double(("ppl.cap",), "scoring"),
+    "WrongPromptIds": Double(
+        ("ppl.token-mismatch", "tps.prompt-mismatch"), switches=("wrong_prompt_ids",)
+    ),
+    "DropActualToken": Double(("ppl.token-mismatch",), switches=("drop_actual_token",)),
+    "ShortPromptLogprobs": Double(("ppl.count-mismatch",), switches=("short_prompt_logprobs",)),
+    "NanLogprobs": Double(("ppl.non-finite",), switches=("nan_logprobs",)),
+    "ForgedRanks": Double(("ppl.rank-mismatch",), switches=("forged_ranks",)),
+    # decode
+    "SwitchPath": Double(
+        ("integrity.same-path", "integrity.reference-decode"), "decode", ("degraded_decode",)
+    ),
+    "ForgedChat": Double(
+        ("integrity.reference-decode", "integrity.same-path"),
+        "decode",
+        ("degraded_chat_only", "forged_scoring"),
+    ),
+    "ForgedPromptReplay": Double(
+        ("tps.prompt-mismatch", "integrity.reference-decode"), "decode", ("replay_first",)
+    ),
+    "GarbageTail": Double(("integrity.reference-decode",), "decode", ("garbage_tail",)),
+    "HonestUntilScored": Double(("integrity.reference-decode",), "decode"),
+    "SometimesCheap": Double(("integrity.reference-decode",), "decode"),
+    "DecodeWindow": Double(("integrity.reference-decode",), "decode"),
+    # replay
+    "CachedReplies": Double(("integrity.caching",), "replay", ("cache_replies",)),
+    "ReplayCheapControls": Double(
+        ("integrity.caching", "integrity.reference-decode"), "replay", ("cheap_fresh",)
+    ),
+    "ReplaySlowNeighbour": Double(
+        ("integrity.caching",), "replay", ("cache_replies", "slow_after_fresh_s")
+    ),
+    "ReplayShaped": Double(("integrity.caching",), "replay"),
+    # counts
+    "EarlyStop": Double(("integrity.lengths",), "counts", ("early_stop",)),
+    "EosPadding": Double(("integrity.lengths",), switches=("eos_padding",)),
+    "InflatedUsage": Double(("tps.usage-mismatch",), "counts", ("lying_usage",)),
+    "NoTokenIds": Double(("tps.token-count",), switches=("no_token_ids",)),
+    "OutOfVocab": Double(("tps.token-invalid",), switches=("out_of_vocab",)),
+    "SpeedJumps": Double(("tps.unstable",), switches=("slow_every",)),
+    # robustness
+    "Escape": Double(("integrity.isolation",), "robustness"),
+    "Crash": Double((), "robustness", ("crash_after",)),
+    "Hang": Double((), "robustness", ("hang",)),
+}
+
+#: ``Misbehave`` fields that describe an honest engine's features, not a cheat
+FAKE_SETTINGS = ("chat_prompt_ids",)
+
+
+def engine_class(name: str) -> str:
+    """``ENGINE_CLASS`` for the torch double ``name``: ``doubles.MODULE:NAME``."""
+    module = CATALOGUE[name].module
+    if module is None:
+        raise KeyError(f"{name} has no torch double, only a fake engine switch")
+    return f"doubles.{module}:{name}"
