@@ -23,6 +23,7 @@ from typing import Any
 
 from podium.errors import BundleError, DockerError, UsageError
 from schemas.challenge import ChallengeSpec
+from schemas.check_ids import BUNDLE_DIGEST_MISMATCH, SUBMISSION_TOO_LARGE
 from schemas.findings import Finding
 from submission.defaults import MANIFEST_FILE
 from submission.files import LocalFile
@@ -96,14 +97,14 @@ def _add_file(tar: tarfile.TarFile, local: LocalFile, sha256: str, mtime: int) -
         except OSError as exc:  # tarfile: "unexpected end of data" when the file shrank
             raise BundleError(
                 f"{local.path} changed while it was packaged: {exc}",
-                finding_id="bundle.digest-mismatch",
+                finding_id=BUNDLE_DIGEST_MISMATCH,
                 where=local.path,
                 hint="package again once nothing writes to the directory",
             ) from None
     if reader.hash.hexdigest() != sha256:
         raise BundleError(
             f"{local.path} changed between freezing and packaging",
-            finding_id="bundle.digest-mismatch",
+            finding_id=BUNDLE_DIGEST_MISMATCH,
             where=local.path,
             hint="package again once nothing writes to the directory",
         )
@@ -213,7 +214,7 @@ def package(
         info.path.unlink()
         result.findings.append(
             Finding(
-                "submission.too-large",
+                SUBMISSION_TOO_LARGE,
                 "error",
                 f"the bundle is {info.size} bytes, more than the {spec.id} challenge's limit of "
                 f"{spec.limits.bundle_bytes}.",

@@ -16,6 +16,11 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from schemas.check_ids import (
+    SUBMISSION_CONFIG_PARSE,
+    SUBMISSION_CONFIG_SCHEMA,
+    SUBMISSION_MISSING_CONFIG,
+)
 from schemas.findings import Finding
 from submission.defaults import CONFIG_FILE, DOCKERFILE
 
@@ -208,7 +213,7 @@ def _schema_findings(err: Any, lines: dict[str, int]) -> list[Finding]:
         )
 
     def finding(message: str, hint: str | None, at: str) -> Finding:
-        return Finding("submission.config-schema", "error", message, hint=hint, where=at)
+        return Finding(SUBMISSION_CONFIG_SCHEMA, "error", message, hint=hint, where=at)
 
     if err.validator == "required":
         m = re.match(r"'(.+)' is a required property", err.message)
@@ -285,7 +290,7 @@ def read_config(directory: Path) -> ConfigRead:
             None,
             [
                 Finding(
-                    "submission.missing-config",
+                    SUBMISSION_MISSING_CONFIG,
                     "error",
                     f"{CONFIG_FILE} is missing: it names the challenge, team, entry and engine.",
                     hint="podium submission init DIR writes one",
@@ -302,7 +307,7 @@ def read_config(directory: Path) -> ConfigRead:
             None,
             [
                 Finding(
-                    "submission.config-parse",
+                    SUBMISSION_CONFIG_PARSE,
                     "error",
                     f"{CONFIG_FILE} is not valid TOML: {exc}",
                     hint="fix the line it names; TOML strings need quotes",

@@ -18,6 +18,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from podium.canonical import sha256_bytes, sha256_file
+from schemas.check_ids import (
+    SUBMISSION_SPECIAL_FILE,
+    SUBMISSION_SYMLINK_DIR,
+    SUBMISSION_SYMLINK_OUTSIDE,
+)
 from schemas.findings import Finding
 from submission.defaults import (
     IGNORED_DIRS,
@@ -74,7 +79,7 @@ def _link_target(full: Path, rel: str, root: Path) -> tuple[os.stat_result | Non
     target = Path(os.path.realpath(full))
     if not _inside(target, root):
         return None, Finding(
-            "submission.symlink-outside",
+            SUBMISSION_SYMLINK_OUTSIDE,
             "error",
             f"{rel} is a link to {os.readlink(full)!r}, outside the submission directory.",
             hint="copy the file into the directory instead of linking to it",
@@ -84,7 +89,7 @@ def _link_target(full: Path, rel: str, root: Path) -> tuple[os.stat_result | Non
         st = target.stat()
     except OSError:
         return None, Finding(
-            "submission.symlink-outside",
+            SUBMISSION_SYMLINK_OUTSIDE,
             "error",
             f"{rel} is a dangling link.",
             hint="remove it",
@@ -92,7 +97,7 @@ def _link_target(full: Path, rel: str, root: Path) -> tuple[os.stat_result | Non
         )
     if not stat.S_ISREG(st.st_mode):
         return None, Finding(
-            "submission.special-file",
+            SUBMISSION_SPECIAL_FILE,
             "error",
             f"{rel} is a link to something that is not a regular file.",
             hint="bundles hold regular files only",
@@ -124,7 +129,7 @@ def scan_files(
             if full.is_symlink():
                 findings.append(
                     Finding(
-                        "submission.symlink-dir",
+                        SUBMISSION_SYMLINK_DIR,
                         "error",
                         f"{rel} is a link to a directory; bundles hold regular files only.",
                         hint="replace the link with a real directory",
@@ -150,7 +155,7 @@ def scan_files(
             elif not stat.S_ISREG(st.st_mode):
                 findings.append(
                     Finding(
-                        "submission.special-file",
+                        SUBMISSION_SPECIAL_FILE,
                         "error",
                         f"{rel} is not a regular file (device, socket or fifo).",
                         hint="remove it",

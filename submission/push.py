@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.errors import BundleError, HubError, UsageError
+from schemas.check_ids import BUNDLE_CORRUPT, BUNDLE_MANIFEST_MISSING
 from submission.defaults import MANIFEST_FILE, MAX_MANIFEST_BYTES
 
 LOGIN_HINT = "run `hf auth login`, or set HF_TOKEN"
@@ -90,10 +91,10 @@ def read_bundle_manifest(bundle: Path) -> bytes:
                 break
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise BundleError(
-            f"{bundle} is not a readable bundle: {exc}", finding_id="bundle.corrupt"
+            f"{bundle} is not a readable bundle: {exc}", finding_id=BUNDLE_CORRUPT
         ) from None
     raise BundleError(
-        f"{bundle} does not start with {MANIFEST_FILE}", finding_id="bundle.manifest-missing"
+        f"{bundle} does not start with {MANIFEST_FILE}", finding_id=BUNDLE_MANIFEST_MISSING
     )
 
 

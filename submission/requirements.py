@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from schemas.check_ids import SUBMISSION_REQUIREMENTS
 from schemas.findings import Finding
 from schemas.manifest import Dependency
 from submission.defaults import REQUIREMENTS_FILE
@@ -57,7 +58,7 @@ def parse_requirements(
         if body.startswith("-") or match is None:
             findings.append(
                 Finding(
-                    "submission.requirements",
+                    SUBMISSION_REQUIREMENTS,
                     "error",
                     f"line {lineno} of {source} is not a plain requirement: {body[:60]!r}.",
                     hint="list packages as NAME==VERSION (with --hash=sha256:... if you like); "
@@ -70,7 +71,7 @@ def parse_requirements(
         if bad:
             findings.append(
                 Finding(
-                    "submission.requirements",
+                    SUBMISSION_REQUIREMENTS,
                     "error",
                     f"line {lineno} of {source} has a malformed hash {bad[0]!r}.",
                     hint="hashes look like --hash=sha256:<64 hex digits>",

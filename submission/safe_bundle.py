@@ -35,6 +35,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from podium.errors import BundleError, SchemaError
+from schemas.check_ids import (
+    BUNDLE_ABSOLUTE_PATH,
+    BUNDLE_CONFIG_MISMATCH,
+    BUNDLE_CORRUPT,
+    BUNDLE_DIGEST_MISMATCH,
+    BUNDLE_DUPLICATE_NAME,
+    BUNDLE_LINK,
+    BUNDLE_MANIFEST_INVALID,
+    BUNDLE_MANIFEST_MISSING,
+    BUNDLE_MISSING_FILE,
+    BUNDLE_NOT_GZIP,
+    BUNDLE_PATH_TRAVERSAL,
+    BUNDLE_SPECIAL_FILE,
+    BUNDLE_TOO_LARGE,
+    BUNDLE_TOO_MANY_FILES,
+    BUNDLE_UNLISTED_FILE,
+)
 from schemas.findings import Finding, errors_in
 from schemas.manifest import Manifest
 from submission.defaults import ENGINE_CONFIG_FILE, MANIFEST_FILE, MAX_MANIFEST_BYTES
@@ -120,12 +137,12 @@ def _refuse(
 def _member_path(name: str) -> str:
     """The normalised relative path of a member, or a BundleError naming the rule."""
     if name.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", name):
-        raise _refuse("bundle.absolute-path", f"member {name!r} has an absolute path", name)
+        raise _refuse(BUNDLE_ABSOLUTE_PATH, f"member {name!r} has an absolute path", name)
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts or any(".." in p.split("\\") for p in parts):
-        raise _refuse("bundle.path-traversal", f"member {name!r} climbs out with '..'", name)
+        raise _refuse(BUNDLE_PATH_TRAVERSAL, f"member {name!r} climbs out with '..'", name)
     if not parts or "\x00" in name:
-        raise _refuse("bundle.corrupt", f"member name {name!r} is empty or malformed", name)
+        raise _refuse(BUNDLE_CORRUPT, f"member name {name!r} is empty or malformed", name)
     return "/".join(parts)
 
 
@@ -144,12 +161,12 @@ class _Extractor:
         for i in range(1, len(parents) + 1):
             if "/".join(parents[:i]) in self.files:
                 raise _refuse(
-                    "bundle.duplicate-name", f"{rel} lies under a file of the same name", rel
+                    BUNDLE_DUPLICATE_NAME, f"{rel} lies under a file of the same name", rel
                 )
         if rel in self.files or (rel in self.dirs and not is_dir):
-            raise _refuse("bundle.duplicate-name", f"{rel} appears twice in the archive", rel)
+            raise _refuse(BUNDLE_DUPLICATE_NAME, f"{rel} appears twice in the archive", rel)
         if is_dir and rel in self.listed_dirs:
-            raise _refuse("bundle.duplicate-name", f"directory {rel} appears twice", rel)
+            raise _refuse(BUNDLE_DUPLICATE_NAME, f"directory {rel} appears twice", rel)
         for i in range(1, len(parents) + 1):
             self.dirs.add("/".join(parents[:i]))
 
@@ -162,7 +179,7 @@ class _Extractor:
             except FileExistsError:
                 if not stat.S_ISDIR(os.lstat(here).st_mode):
                     raise _refuse(
-                        "bundle.duplicate-name", f"{rel_dir} clashes with a file", rel_dir
+                        BUNDLE_DUPLICATE_NAME, f"{rel_dir} clashes with a file", rel_dir
                     ) from None
         return here
 
@@ -170,13 +187,13 @@ class _Extractor:
         self.members += 1
         if self.members > self.limits.bundle_files:
             raise _refuse(
-                "bundle.too-many-files",
+                BUNDLE_TOO_MANY_FILES,
                 f"more than {self.limits.bundle_files} members (the challenge's limit)",
             )
         rel = _member_path(info.name)
         if info.issym() or info.islnk():
             raise _refuse(
-                "bundle.link",
+                BUNDLE_LINK,
                 f"{rel} is a {'symbolic' if info.issym() else 'hard'} link "
                 f"to {info.linkname!r}; bundles hold regular files only",
                 rel,
@@ -189,7 +206,7 @@ class _Extractor:
             return
         if not info.isreg() or info.issparse():
             raise _refuse(
-                "bundle.special-file", f"{rel} is not a regular file (type {info.type!r})", rel
+                BUNDLE_SPECIAL_FILE, f"{rel} is not a regular file (type {info.type!r})", rel
             )
         self._claim(rel, False)
         if self.unpacked + info.size > self.limits.unpacked_bytes:
@@ -211,18 +228,16 @@ class _Extractor:
                 out.write(block)
             os.fchmod(out.fileno(), 0o755 if info.mode & 0o111 else 0o644)
         if size != info.size:
-            raise _refuse(
-                "bundle.corrupt", f"{rel} is truncated ({size} of {info.size} bytes)", rel
-            )
+            raise _refuse(BUNDLE_CORRUPT, f"{rel} is truncated ({size} of {info.size} bytes)", rel)
         self.files[rel] = (digest.hexdigest(), size)
 
 
 def _read_manifest(root: Path, files: dict[str, tuple[str, int]]) -> Manifest:
     if MANIFEST_FILE not in files:
-        raise _refuse("bundle.manifest-missing", f"the bundle has no {MANIFEST_FILE}")
+        raise _refuse(BUNDLE_MANIFEST_MISSING, f"the bundle has no {MANIFEST_FILE}")
     if files[MANIFEST_FILE][1] > MAX_MANIFEST_BYTES:
         raise _refuse(
-            "bundle.manifest-invalid",
+            BUNDLE_MANIFEST_INVALID,
             f"{MANIFEST_FILE} is larger than {MAX_MANIFEST_BYTES} bytes",
             MANIFEST_FILE,
         )
@@ -233,18 +248,18 @@ def _read_manifest(root: Path, files: dict[str, tuple[str, int]]) -> Manifest:
         manifest = Manifest.parse(doc, file=MANIFEST_FILE)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _refuse(
-            "bundle.manifest-invalid", f"{MANIFEST_FILE} is not JSON: {exc}", MANIFEST_FILE
+            BUNDLE_MANIFEST_INVALID, f"{MANIFEST_FILE} is not JSON: {exc}", MANIFEST_FILE
         ) from None
     except SchemaError as exc:
         raise _refuse(
-            "bundle.manifest-invalid",
+            BUNDLE_MANIFEST_INVALID,
             f"{MANIFEST_FILE} breaks the manifest schema: {exc}",
             MANIFEST_FILE,
         ) from None
     paths = [f.path for f in manifest.files]
     if len(set(paths)) != len(paths) or MANIFEST_FILE in paths:
         raise _refuse(
-            "bundle.manifest-invalid",
+            BUNDLE_MANIFEST_INVALID,
             f"{MANIFEST_FILE} lists a path twice or lists itself",
             MANIFEST_FILE,
         )
@@ -261,7 +276,7 @@ def compare_with_manifest(
         if path not in files:
             out.append(
                 Finding(
-                    "bundle.missing-file",
+                    BUNDLE_MISSING_FILE,
                     "error",
                     f"{path} is listed in the manifest but not in the bundle.",
                     where=path,
@@ -272,7 +287,7 @@ def compare_with_manifest(
         if sha != entry.sha256 or size != entry.size:
             out.append(
                 Finding(
-                    "bundle.digest-mismatch",
+                    BUNDLE_DIGEST_MISMATCH,
                     "error",
                     f"{path} does not match the manifest (sha256 {sha[:12]}, {size} "
                     f"bytes; manifest {entry.sha256[:12]}, {entry.size} bytes).",
@@ -283,7 +298,7 @@ def compare_with_manifest(
     for path in sorted(set(files) - set(listed) - {MANIFEST_FILE}):
         out.append(
             Finding(
-                "bundle.unlisted-file",
+                BUNDLE_UNLISTED_FILE,
                 "error",
                 f"{path} is in the bundle but not in the manifest.",
                 where=path,
@@ -298,7 +313,7 @@ def compare_with_manifest(
         if on_disk != manifest.engine.config:
             out.append(
                 Finding(
-                    "bundle.config-mismatch",
+                    BUNDLE_CONFIG_MISMATCH,
                     "error",
                     f"{ENGINE_CONFIG_FILE} differs from the manifest's engine.config: "
                     "the engine would run another config than the one validated.",
@@ -314,7 +329,7 @@ def open_bundle(path: Path, dest: Path, *, limits: HasBundleLimits) -> OpenedBun
     size = path.stat().st_size
     if size > lim.bundle_bytes:
         raise _refuse(
-            "bundle.too-large",
+            BUNDLE_TOO_LARGE,
             f"the bundle is {size} bytes, more than the limit of {lim.bundle_bytes}",
             str(path),
         )
@@ -324,7 +339,7 @@ def open_bundle(path: Path, dest: Path, *, limits: HasBundleLimits) -> OpenedBun
     try:
         with open(path, "rb") as raw:
             if raw.read(2) != b"\x1f\x8b":
-                raise _refuse("bundle.not-gzip", "the bundle is not a gzip file", str(path))
+                raise _refuse(BUNDLE_NOT_GZIP, "the bundle is not a gzip file", str(path))
             raw.seek(0)
             hashed = _Reader(raw, digest=True)
             stream_limit = (
@@ -341,13 +356,13 @@ def open_bundle(path: Path, dest: Path, *, limits: HasBundleLimits) -> OpenedBun
                         pass
                 except _TooLarge:
                     raise _refuse(
-                        "bundle.too-large",
+                        BUNDLE_TOO_LARGE,
                         f"the bundle unpacks to more than the limit of {lim.unpacked_bytes} bytes",
                         str(path),
                     ) from None
                 except (tarfile.TarError, gzip.BadGzipFile, EOFError, zlib.error) as exc:
                     raise _refuse(
-                        "bundle.corrupt", f"the archive is damaged: {exc}", str(path)
+                        BUNDLE_CORRUPT, f"the archive is damaged: {exc}", str(path)
                     ) from None
             while hashed.read(_CHUNK):
                 pass
@@ -373,16 +388,16 @@ def peek_manifest(path: Path, *, max_bytes: int = 4 << 20) -> dict[str, Any]:
             info = tar.next()  # the writer puts manifest.json first
             if info is None or info.name != MANIFEST_FILE or not info.isfile():
                 raise _refuse(
-                    "bundle.manifest-missing",
+                    BUNDLE_MANIFEST_MISSING,
                     "the bundle does not start with manifest.json",
                     str(path),
                 )
             if info.size > max_bytes:
-                raise _refuse("bundle.too-large", "the manifest is larger than 4 MiB", str(path))
+                raise _refuse(BUNDLE_TOO_LARGE, "the manifest is larger than 4 MiB", str(path))
             member = tar.extractfile(info)
             doc = json.loads(member.read()) if member else None
     except (tarfile.TarError, OSError, EOFError, zlib.error, ValueError) as exc:
-        raise _refuse("bundle.corrupt", f"cannot read the manifest: {exc}", str(path)) from None
+        raise _refuse(BUNDLE_CORRUPT, f"cannot read the manifest: {exc}", str(path)) from None
     if not isinstance(doc, dict):
-        raise _refuse("bundle.manifest-invalid", "manifest.json is not a JSON object", str(path))
+        raise _refuse(BUNDLE_MANIFEST_INVALID, "manifest.json is not a JSON object", str(path))
     return doc

@@ -15,9 +15,19 @@ from pathlib import Path
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec, load_challenge
 from schemas.check_ids import (
+    ENGINE_KIND_NOT_ALLOWED,
     ENGINE_KNOB_IGNORED,
     SUBMISSION_CONFIG_EDITED,
+    SUBMISSION_DOCKERFILE_BASE,
     SUBMISSION_GENERATED_FILE,
+    SUBMISSION_MISSING_DOCKERFILE,
+    SUBMISSION_MODEL_PIN,
+    SUBMISSION_NAME,
+    SUBMISSION_ORIGIN_MISSING,
+    SUBMISSION_SERVED_MODEL_NAME,
+    SUBMISSION_TOO_LARGE,
+    SUBMISSION_TOO_MANY_FILES,
+    SUBMISSION_UNKNOWN_CHALLENGE,
 )
 from schemas.engine_config import ENGINE_KINDS, check_engine_config, known_knobs
 from schemas.findings import Finding, errors_in
@@ -64,7 +74,7 @@ def _check_dockerfile(directory: Path, cfg: SubmissionConfig) -> list[Finding]:
     if Path(rel).is_absolute() or ".." in Path(rel).parts or not path.is_file():
         return [
             Finding(
-                "submission.missing-dockerfile",
+                SUBMISSION_MISSING_DOCKERFILE,
                 "error",
                 f"{rel} is missing: the verifier rebuilds the image from it.",
                 hint="podium submission init writes one; engine.dockerfile names another file",
@@ -82,7 +92,7 @@ def _check_dockerfile(directory: Path, cfg: SubmissionConfig) -> list[Finding]:
     ):
         return [
             Finding(
-                "submission.dockerfile-base",
+                SUBMISSION_DOCKERFILE_BASE,
                 "error",
                 f"{rel} must declare ARG BASE_IMAGE before its first FROM and build FROM "
                 "${BASE_IMAGE}, so the verifier can pin the base image by digest.",
@@ -105,7 +115,7 @@ def _check_names(cfg: SubmissionConfig, lines: dict[str, int]) -> list[Finding]:
         if value and not re.fullmatch(NAME_PATTERN, value):
             out.append(
                 Finding(
-                    "submission.name",
+                    SUBMISSION_NAME,
                     "error",
                     f"{key} {value!r} is not a valid name: 1 to 64 letters, digits, '.', '_' or "
                     "'-', starting with a letter or digit.",
@@ -145,7 +155,7 @@ def _check_engine(
         close = difflib.get_close_matches(cfg.kind, allowed, n=1, cutoff=0.6)
         out.append(
             Finding(
-                "engine.kind-not-allowed",
+                ENGINE_KIND_NOT_ALLOWED,
                 "error",
                 f"engine.kind {cfg.kind!r} is not allowed by the {spec.id} challenge.",
                 hint=(f"did you mean {close[0]!r}? " if close else "")
@@ -158,7 +168,7 @@ def _check_engine(
     if named is not None and cfg.served_model_name is not None and named != cfg.served_model_name:
         out.append(
             Finding(
-                "submission.served-model-name",
+                SUBMISSION_SERVED_MODEL_NAME,
                 "error",
                 f"engine.config.SERVED_MODEL_NAME {named!r} differs from engine.served_model_name "
                 f"{cfg.served_model_name!r}.",
@@ -240,7 +250,7 @@ def _check_model(cfg: SubmissionConfig, spec: ChallengeSpec) -> list[Finding]:
         if got is not None and got != want:
             out.append(
                 Finding(
-                    "submission.model-pin",
+                    SUBMISSION_MODEL_PIN,
                     "error",
                     f"model.{key} {got!r} is not the {spec.id} challenge's {want!r}: the challenge "
                     "pins the model.",
@@ -257,7 +267,7 @@ def _check_limits(files: list[LocalFile], spec: ChallengeSpec) -> list[Finding]:
     if len(files) + 1 > lim.bundle_files:  # + manifest.json
         out.append(
             Finding(
-                "submission.too-many-files",
+                SUBMISSION_TOO_MANY_FILES,
                 "error",
                 f"{len(files)} files (with manifest.json {len(files) + 1}) exceed the {spec.id} "
                 f"challenge's limit of {lim.bundle_files}.",
@@ -268,7 +278,7 @@ def _check_limits(files: list[LocalFile], spec: ChallengeSpec) -> list[Finding]:
     if total > lim.unpacked_bytes:
         out.append(
             Finding(
-                "submission.too-large",
+                SUBMISSION_TOO_LARGE,
                 "error",
                 f"the files hold {total} bytes, more than the {spec.id} challenge's limit of "
                 f"{lim.unpacked_bytes} bytes unpacked.",
@@ -320,7 +330,7 @@ def validate_submission(
             line = read.lines.get("challenge")
             result.findings.append(
                 Finding(
-                    "submission.unknown-challenge",
+                    SUBMISSION_UNKNOWN_CHALLENGE,
                     "error",
                     f"challenge {cfg.challenge!r} is not a challenge podium knows.",
                     hint=exc.hint,
@@ -339,7 +349,7 @@ def validate_submission(
     ):
         result.findings.append(
             Finding(
-                "submission.origin-missing",
+                SUBMISSION_ORIGIN_MISSING,
                 "error",
                 f"origin.manifest names {cfg.origin['manifest']!r}, which is missing.",
                 hint="restore the original manifest or drop origin.manifest",

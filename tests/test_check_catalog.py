@@ -3,7 +3,9 @@
 - ``docs/measurement.md``'s id table lists exactly the catalog's ids, with the same
   phase, severity and effect.
 - Every id the product code emits (as a ``Finding``/``CheckResult`` literal, or through a
-  helper whose first parameter is the id) is declared.
+  helper whose first parameter is the id) is declared, and the product code names every
+  declared id through its constant in ``schemas/check_ids.py``: no string literal of one
+  anywhere else, so an id lives in one place.
 - Every declared id has a test that makes it fire and one that keeps it quiet, marked
   ``@pytest.mark.fires(...)`` / ``@pytest.mark.quiet(...)`` on a test that asserts it.
 """
@@ -73,6 +75,19 @@ def _emitted_literals() -> dict[str, list[str]]:
 def test_every_id_the_code_emits_is_declared() -> None:
     undeclared = {k: v for k, v in _emitted_literals().items() if k not in CATALOG}
     assert not undeclared, undeclared
+
+
+def test_the_product_names_every_declared_id_through_its_constant() -> None:
+    catalogue = REPO / "schemas" / "check_ids.py"
+    literals = sorted(
+        f"{path.relative_to(REPO)}:{node.lineno} {node.value!r}"
+        for pkg in PRODUCT
+        for path in (REPO / pkg).rglob("*.py")
+        if "data" not in path.parts and path != catalogue
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in CATALOG
+    )
+    assert not literals, "use the constants of schemas/check_ids.py:\n" + "\n".join(literals)
 
 
 def _marked() -> dict[str, dict[str, set[str]]]:
