@@ -56,7 +56,7 @@ class ImageFacts:
     @classmethod
     def of(cls, image: dict[str, Any]) -> ImageFacts:
         """From an image builder's record (``verifier.rebuild.rebuild_image``,
-        ``verifier.dispatch.dispatcher.build_engine_image``)."""
+        ``verifier.scale.dispatch.dispatcher.build_engine_image``)."""
         return cls(
             id=image.get("id"),
             base_image=image.get("base_image"),
