@@ -1,4 +1,4 @@
-"""``bench.calibrate``'s own parts: its bundles, its table, its docs section.
+"""``calibration.calibrate``'s own parts: its bundles, its table, its docs section.
 
 The rows themselves are whole verifications (about 30 s each on a 2-core machine); the
 script runs them. Here: what a row's bundle declares, and the pure arithmetic from
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import calibrate
+from calibration import calibrate
 from submission.bundle import package
 from verifier.declared import declared_model
 

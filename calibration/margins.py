@@ -3,11 +3,11 @@
 A *position* is a row's value at a bound divided by what the bound allows (1 is the
 bound; above it the check fails). For a lower bound (the same-path fraction) it is the
 share of tokens missed over the share allowed to miss. Pure functions of a verification
-report, so a GPU driver that runs ``bench.calibrate.margin_rows()`` reads its reports
+report, so a GPU driver that runs ``calibration.calibrate.margin_rows()`` reads its reports
 with the same arithmetic:
 
-    from bench.calibrate import margin_rows
-    from bench.margins import positions, separation
+    from calibration.calibrate import margin_rows
+    from calibration.margins import positions, separation
 
 Separation (issue 26): every honest row inside the PPL cap at or below ``HONEST_MAX``
 of every allowance; every double spender whose decode alone would break the cap at or
