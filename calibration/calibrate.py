@@ -55,6 +55,9 @@ RESULT = RESULTS_DIR / "calibration.json"
 DOCS = REPO_ROOT / "docs" / "benchmarks.md"
 #: the docs section this script owns: from its heading to the next ``## `` heading
 HEADING = "## 7. Calibration of the reference checks"
+#: the subsection inside it that ``calibration.gpu_verify --table`` writes: this script's
+#: section ends there, so that its ``--table`` leaves the GPU rows in place
+GPU_HEADING = "### GPU rows: whole verifications on an NVIDIA H200"
 DECODE = "integrity.reference-decode"
 CACHING = "integrity.caching"
 SAME_PATH = "integrity.same-path"
@@ -616,12 +619,14 @@ Deciding bound of each: {deciding}.
 
 
 def replace_section(text: str, section: str) -> str:
-    """``text`` with the section under ``HEADING`` (to the next ``## ``) replaced."""
+    """``text`` with the section under ``HEADING`` (to the next ``## ``, or to the GPU rows'
+    subsection, ``GPU_HEADING``) replaced."""
     lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.startswith(HEADING)), None)
     if start is None:
         return text.rstrip("\n") + "\n\n" + section
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    ends = ("## ", GPU_HEADING)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(ends)), len(lines))
     tail = "".join(lines[end:])
     return "".join(lines[:start]) + section + ("\n" + tail if tail else "")
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from bench.common import REPO_ROOT, machine
 from calibration import RESULTS_DIR
-from calibration.calibrate import Row, doubles, make_source, margin_rows, summarise
+from calibration.calibrate import GPU_HEADING, Row, doubles, make_source, margin_rows, summarise
 
 ZERO_DIGEST = "sha256:" + "0" * 64
 RESULT = "gpu_verify.json"
@@ -218,7 +218,7 @@ def _busy(result: dict[str, Any]) -> bool:
 
 
 #: the docs subsection this script owns: from its heading to the next heading
-HEADING = "### GPU rows: whole verifications on an NVIDIA H200"
+HEADING = GPU_HEADING
 DOCS = REPO_ROOT / "docs" / "benchmarks.md"
 RESULTS = RESULTS_DIR / RESULT
 
