@@ -14,12 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import anchor, fidelity, http_clients, noise, plots, ppl_check, proxy_latency, views
+from bench import anchor, fidelity, noise, plots, ppl_check, proxy_latency, views
 from bench.common import RESULTS_DIR, machine, write_result
 
 PARTS: dict[str, tuple[Callable[..., dict[str, Any]], Callable[..., Path] | None]] = {
     "fidelity": (fidelity.run, plots.fidelity),
-    "http": (http_clients.run, None),
     "anchor": (anchor.run, plots.anchor),
     "ppl": (ppl_check.run, None),
     "noise": (noise.run, plots.noise),
