@@ -99,11 +99,11 @@ def separation(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> dict[st
             "spender_min": min(d, default=None),
             "spender_max": max(d, default=None),
         }
-    deciding = {}
+    deciding: dict[str, dict[str, Any]] = {}
     for s in spenders:
         bounds = {k: v for k, v in (s.get("bounds") or {}).items() if isinstance(v, float)}
-        key = max(bounds, key=lambda k: bounds[k]) if bounds else None
-        deciding[s["name"]] = {"bound": key, "position": bounds.get(key) if key else None}
+        top = max(bounds, key=lambda k: bounds[k]) if bounds else None
+        deciding[s["name"]] = {"bound": top, "position": bounds.get(top) if top else None}
     honest_worst = max(
         (v for s in honest for v in (s.get("bounds") or {}).values() if isinstance(v, float)),
         default=None,

@@ -52,7 +52,7 @@ def measure(url: str) -> dict[str, Any]:
     )
     assert result.failure is None, result.failure
     check = next(c for c in result.checks if c.id == "tps.unstable")
-    return {"status": check.status, "summary": check.summary, **check.details}
+    return {"status": check.status, "summary": check.summary, **(check.details or {})}
 
 
 def main(argv: list[str] | None = None) -> int:
