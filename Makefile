@@ -6,7 +6,7 @@
 #   make lowest  the core dependencies at their lowest allowed versions, and the core tests
 #   make docker  install/start the Docker engine and build every local image, podium/vllm-cpu
 #                included (the tiny-vllm examples and the test suite need it; root)
-#   make bench   the CPU benchmarks of podium itself (docs/benchmarks.md)
+#   make bench   the benchmarks of podium itself, python -m bench (docs/benchmarks.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := test
@@ -102,9 +102,11 @@ $(DEMO_STAMP): pyproject.toml
 	test $(STAMP) -nt pyproject.toml || $(PY) -m pip install --quiet -e '.[engine,docker]' 'torch==2.13.0'
 	touch $@
 
-# The CPU benchmarks (BENCH_ARGS=--quick for a shorter run): JSON results in bench/results/,
-# plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. The GPU part runs on the
-# GPU machine as tests: bash bench/gpu.sh (see docs/benchmarks.md).
+# The benchmarks, every part of python -m bench (BENCH_ARGS=--quick for a shorter run,
+# BENCH_ARGS="--only fidelity,noise" for some; --list names them): JSON results in
+# bench/results/, plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. Parts that
+# need Docker or a CUDA GPU are skipped where it is missing; the GPU runs are tests on the
+# GPU machine: bash bench/gpu.sh. The calibration of the checks: python -m calibration.calibrate.
 BENCH_STAMP := $(VENV)/.podium-bench-installed
 
 $(BENCH_STAMP): $(STAMP)

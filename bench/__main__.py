@@ -1,65 +1,170 @@
-"""``python -m bench [--quick] [--only PART,...]``: run the CPU benchmarks.
+"""``python -m bench [--quick] [--only PART,...] [--list]``: run the benchmarks under ``bench/``.
 
-Writes ``bench/results/<part>.json`` (each with the machine, the date and the command)
-and the plots ``docs/img/bench-*.png``. The GPU part is separate:
-``python -m bench.gpu_e4b`` on the GPU machine (see ``docs/benchmarks.md``).
+Every study module of ``bench/`` is a part (``--list`` names them and what each needs).
+The CPU parts write ``bench/results/<part>.json`` (each with the machine, the date and
+the command) and the plots ``docs/img/bench-*.png``. Parts that need what a machine may
+lack (Docker for whole verifications, a CUDA GPU) are skipped there with the reason, and
+run where it is present; ``--only`` picks parts, and fails when one it names cannot run.
+The calibration of the verifier's checks is not here: ``calibration/``
+(``python -m calibration.calibrate``, docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import anchor, fidelity, http_clients, noise, plots, ppl_check, proxy_latency, views
 from bench.common import RESULTS_DIR, machine, write_result
 
-PARTS: dict[str, tuple[Callable[..., dict[str, Any]], Callable[..., Path] | None]] = {
-    "fidelity": (fidelity.run, plots.fidelity),
-    "http": (http_clients.run, None),
-    "anchor": (anchor.run, plots.anchor),
-    "ppl": (ppl_check.run, None),
-    "noise": (noise.run, plots.noise),
-    "views": (views.run, None),
-    "proxy": (proxy_latency.run, None),
+
+def docker_missing() -> str | None:
+    """Why no Docker engine can be used here, or None."""
+    if shutil.which("docker") is None:
+        return "no docker command on this machine"
+    try:
+        done = subprocess.run(["docker", "info"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"docker info failed: {exc}"
+    return None if done.returncode == 0 else "no Docker engine running (docker info failed)"
+
+
+def cuda_missing() -> str | None:
+    """Why no CUDA GPU can be used here, or None."""
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed"
+    import torch
+
+    return None if torch.cuda.is_available() else "no CUDA GPU on this machine"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One benchmark: ``bench.<module>``. A measured part's ``run(quick=...)`` returns its
+    numbers, which ``main`` writes as ``<name>.json`` (and plots with ``plots.<plot>``); a
+    script part is the module's own ``main(argv)``, which writes its result itself."""
+
+    name: str
+    module: str
+    needs: str = "CPU"
+    missing: Callable[[], str | None] | None = None
+    plot: str | None = None
+    #: a script part's arguments: ``(out, quick) -> argv``; None for a measured part
+    argv: Callable[[Path, bool], list[str]] | None = None
+
+
+PARTS: dict[str, Part] = {
+    p.name: p
+    for p in (
+        Part("fidelity", "fidelity", plot="fidelity"),
+        Part("anchor", "anchor", "CPU (guidellm, the bench extra, for its column)", plot="anchor"),
+        Part("ppl", "ppl_check"),
+        Part("noise", "noise", plot="noise"),
+        Part("views", "views", "CPU (headless Chromium for the page: make browser)"),
+        Part("proxy", "proxy_latency"),
+        Part(
+            "vllm_tiny",
+            "vllm_tiny",
+            "Docker and the local images (scripts/build-images.sh)",
+            docker_missing,
+            argv=lambda out, quick: ["--out", str(out)] + (["--rounds", "1"] if quick else []),
+        ),
+        Part(
+            "sweep_cost",
+            "sweep_cost",
+            "Docker, podium/vllm-cpu and the sweep extra",
+            docker_missing,
+            argv=lambda out, quick: ["--out", str(out)] + (["--grid", "small"] if quick else []),
+        ),
+        Part(
+            "gpu_e4b",
+            "gpu_e4b",
+            "a CUDA GPU (on the GPU machine: bash bench/gpu.sh)",
+            cuda_missing,
+            argv=lambda out, quick: ["--out", str(out)],
+        ),
+    )
 }
+
+#: modules of ``bench/`` that are not benchmarks: what the parts share or start
+HELPERS = {
+    "__init__": "the package",
+    "__main__": "this runner",
+    "common": "engine processes, the machine's description, result files",
+    "plots": "the figures under docs/img/",
+    "paced_engine": "an engine with an exact token rate (fidelity, anchor, proxy)",
+    "vllm_sandbox": "sandboxed real vLLM (tests/engines import it too)",
+}
+
+
+def run_part(part: Part, quick: bool, out: Path, plots: bool, command: str) -> None:
+    module = importlib.import_module(f"bench.{part.module}")
+    t0 = time.perf_counter()
+    if part.argv is not None:
+        code = module.main(part.argv(out, quick))
+        if code:
+            raise SystemExit(f"{part.name} exited with {code}")
+        print(f"   done ({time.perf_counter() - t0:.1f} s)", flush=True)
+        return
+    before = machine()
+    data: dict[str, Any] = module.run(quick=quick)
+    data = {
+        "machine": before,
+        "load_average_after": machine()["load_average"],
+        "command": command,
+        "quick": quick,
+        "seconds": round(time.perf_counter() - t0, 1),
+        **data,
+    }
+    path = write_result(part.name, data, out)
+    print(f"   wrote {path} ({data['seconds']} s)", flush=True)
+    if part.plot is not None and plots:
+        from bench import plots as figures
+
+        print(f"   plot {getattr(figures, part.plot)(data)}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer trials and rounds")
-    parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts")
+    parser.add_argument("--only", default="", help="comma-separated parts (default: all)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for the JSON")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--list", action="store_true", help="the parts and what each needs")
     args = parser.parse_args(argv)
-    chosen = [p.strip() for p in args.only.split(",") if p.strip()]
+    if args.list:
+        width = max(map(len, PARTS))
+        for part in PARTS.values():
+            print(f"{part.name:<{width}}  needs {part.needs}  (bench/{part.module}.py)")
+        return 0
+    chosen = [p.strip() for p in args.only.split(",") if p.strip()] or list(PARTS)
     unknown = sorted(set(chosen) - set(PARTS))
     if unknown:
         parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
     started = time.perf_counter()
+    skipped = []
     for name in chosen:
-        run, plot = PARTS[name]
+        part = PARTS[name]
+        reason = part.missing() if part.missing is not None else None
+        if reason is not None:
+            print(f"== {name}: skipped, needs {part.needs}: {reason}", flush=True)
+            skipped.append(name)
+            continue
         print(f"== {name}", flush=True)
-        t0 = time.perf_counter()
-        before = machine()
-        data = run(quick=args.quick)
-        data = {
-            "machine": before,
-            "load_average_after": machine()["load_average"],
-            "command": command.strip(),
-            "quick": args.quick,
-            "seconds": round(time.perf_counter() - t0, 1),
-            **data,
-        }
-        path = write_result(name, data, args.out)
-        print(f"   wrote {path} ({data['seconds']} s)", flush=True)
-        if plot is not None and not args.no_plots:
-            print(f"   plot {plot(data)}", flush=True)
+        run_part(part, args.quick, args.out, not args.no_plots, command.strip())
     print(f"done in {time.perf_counter() - started:.0f} s", flush=True)
+    if args.only and skipped:
+        print(f"not run: {', '.join(skipped)}", file=sys.stderr)
+        return 1
     return 0
 
 

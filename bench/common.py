@@ -78,7 +78,7 @@ def _git_sha() -> str | None:
 
 
 #: what the benchmarks themselves write: a run that wrote one part's result is still clean
-OUTPUTS = ("bench/results/", "docs/img/bench-")
+OUTPUTS = ("bench/results/", "calibration/results/", "docs/img/bench-")
 
 
 def _git_clean() -> bool | None:

@@ -31,4 +31,5 @@ if ((${#missing[@]})); then
     export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-exec "$PY" -m pytest -m gpu -p no:cacheprovider tests/bench/test_gpu_runs.py "$@"
+exec "$PY" -m pytest -m gpu -p no:cacheprovider tests/bench/test_gpu_runs.py \
+    tests/calibration/test_gpu_verifications.py "$@"

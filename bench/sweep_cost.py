@@ -80,7 +80,12 @@ def summarise(out: Path) -> dict[str, Any]:
     }
 
 
-def run(grid: str = "tutorial", baseline_every: int = 2, keep: Path | None = None) -> dict:
+def run(
+    grid: str = "tutorial",
+    baseline_every: int = 2,
+    keep: Path | None = None,
+    out_dir: Path = RESULTS_DIR,
+) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="podium-bench-sweep-"))
     try:
         cmd = sweep_command(workdir, grid, baseline_every)
@@ -89,7 +94,8 @@ def run(grid: str = "tutorial", baseline_every: int = 2, keep: Path | None = Non
         done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - started
         transcript = done.stdout.replace(str(workdir), "out")
-        (RESULTS_DIR / "sweep_cost.txt").write_text(transcript, encoding="utf-8")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "sweep_cost.txt").write_text(transcript, encoding="utf-8")
         if done.returncode not in (0, 1):
             raise SystemExit(f"the sweep failed ({done.returncode}):\n{done.stderr[-3000:]}")
         result = summarise(workdir / "sweep")
@@ -113,11 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", choices=sorted(GRIDS), default="tutorial")
     parser.add_argument("--baseline-every", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="copy the sweep's folder here")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for the results")
     args = parser.parse_args(argv)
     before = machine()
-    data = run(args.grid, args.baseline_every, args.keep)
+    data = run(args.grid, args.baseline_every, args.keep, args.out)
     data = {"machine": before, "load_average_after": machine()["load_average"], **data}
-    path = write_result("sweep_cost", data)
+    path = write_result("sweep_cost", data, args.out)
     print(f"wrote {path} ({data['wall_s']} s)")
     return 0
 

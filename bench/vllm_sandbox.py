@@ -27,7 +27,7 @@ SERVED = "podium/tiny-gemma4"
 #: What every test engine freezes: the challenge's float32 (vLLM's CPU default is bfloat16),
 #: eager mode (about 25 s to start instead of about 60 s of compilation), one torch thread
 #: (two spinning OpenMP threads on a shared 2-core machine make vLLM slow and erratic:
-#: ``python -m bench.vllm_threads``).
+#: docs/benchmarks.md, "OpenMP threads and runtime of vLLM").
 BASE_CONFIG: dict[str, Any] = {
     "DEVICE": "cpu",
     "DTYPE": "float32",

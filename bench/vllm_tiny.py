@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, machine, write_result
+from bench.common import REPO_ROOT, RESULTS_DIR, machine, write_result
 
 ENGINES = {
     "baseline": "tiny-baseline",
@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(ENGINES),
         help=f"comma-separated subset of {', '.join(ENGINES)} (baseline and vllm always run)",
     )
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder for the JSON")
     args = parser.parse_args(argv)
     engines = [e for e in ENGINES if e in {"baseline", "vllm", *args.engines.split(",")}]
     before = machine()
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.perf_counter() - started, 1),
         **data,
     }
-    print(write_result("vllm_tiny", result))
+    print(write_result("vllm_tiny", result, args.out))
     return 0
 
 

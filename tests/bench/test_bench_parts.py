@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
-from bench import fidelity, noise, verify_cost, views
+from bench import fidelity, noise, views
 from bench.common import paced_engine
 from leaderboard.records import verify_record
 from podium.signing import KeyPair
@@ -101,49 +100,10 @@ def test_vllm_tiny_summary_takes_medians_per_engine_and_their_ratios() -> None:
     assert with_mtp["ratios_mtp_over_vllm"]["tps"] == 570.0 / 380.0
 
 
-def test_http_clients_take_turns_and_ratios_are_taken_within_a_round() -> None:
-    from bench import http_clients
-
-    orders = [http_clients.rotated(http_clients.CLIENTS, r) for r in range(3)]
-    assert [o[0] for o in orders] == ["h11", "legacy", "httpx"], "each goes first once"
-
-    def row(tps: float, us: float) -> dict[str, float]:
-        return {
-            "harness_tps": tps,
-            "error_vs_engine": -0.001,
-            "error_vs_nominal": -0.002,
-            "client_us_per_request": us,
-            "harness_cpu_us_per_token": us / 500,
-        }
-
-    rounds = [
-        {"h11": row(100, 200), "legacy": row(101, 100), "httpx": row(98, 800)},
-        {"h11": row(50, 400), "legacy": row(51, 200), "httpx": row(49, 1600)},  # a slow round
-    ]
-    cell = http_clients.summarize_cell(100, 1, rounds)
-    assert cell["vs_h11"]["legacy"]["client_time_ratio"] == 0.5
-    assert cell["vs_h11"]["httpx"]["client_time_ratio"] == 4.0
-    assert math.isclose(cell["vs_h11"]["httpx"]["tps_ratio"], (0.98 + 0.98) / 2)
-    assert cell["clients"]["h11"]["client_us_per_request_median"] == 300
-
-
-def test_the_httpx_wire_reads_the_paced_engine_like_the_harness_wire() -> None:
-    from bench import http_clients
-
-    with paced_engine(0) as engine:
-        cells = {
-            name: fidelity.run_cell(engine.url, 0, 1, 1, 0.1, cls)
-            for name, cls in http_clients.CLIENT_CLASSES.items()
-        }
-    tokens = {name: cell["trials"][0]["tokens"] for name, cell in cells.items()}
-    assert set(tokens.values()) == {fidelity.UNPACED_REQUESTS * fidelity.MAX_TOKENS}, tokens
-
-
 def test_the_gpu_script_runs_its_whole_path_on_the_cpu_with_a_small_model(tmp_path: Any) -> None:
     """``bench/gpu_e4b.py --tiny``: the GPU run's steps (build, serve, harness with
     fast-gemma's own check settings) on the CPU, so a change to the spec or the harness
     that breaks the GPU script fails here, not only on the GPU machine."""
-    import json
 
     from bench import gpu_e4b
 
@@ -158,32 +118,3 @@ def test_the_gpu_script_runs_its_whole_path_on_the_cpu_with_a_small_model(tmp_pa
     assert len(harness["tps"]["trials"]) == 3 and harness["tps"]["median"] > 0
     ran = {c["id"] for c in harness["checks"]}
     assert {"integrity.caching", "integrity.lengths", "tps.prompt-mismatch"} <= ran
-
-
-def test_verify_cost_reads_a_reports_stages_and_the_two_cost_ratios(tmp_path: Path) -> None:
-    report = {
-        "started": "2026-12-02T00:00:00+00:00",
-        "finished": "2026-12-02T00:00:20+00:00",
-        "metrics": {"tps": {"mean": 250.0, "trials": [{"tps": 250.0, "passes": 2}]}},
-        "stages": [
-            {"name": "tokenizer", "seconds": 4.0, "status": "ok"},
-            {"name": "reference-load", "seconds": 1.0, "status": "ok"},
-            {"name": "evaluation", "seconds": 9.0, "status": "ok"},
-            {"name": "reference", "seconds": 1.0, "status": "ok"},
-            {"name": "reference", "seconds": 0.5, "status": "ok"},
-        ],
-    }
-    (tmp_path / "report.json").write_text(json.dumps(report))
-    out = verify_cost.stages_of(tmp_path / "report.json")
-    assert out["stages"] == {
-        "tokenizer": 4.0,
-        "reference-load": 1.0,
-        "evaluation": 9.0,
-        "reference": 1.5,
-    }
-    assert out["report_wall_s"] == 20.0
-    assert out["tps"] == 250.0 and out["trials"] == [[250.0, 2]]
-    assert math.isclose(out["reference_share"], 1.5 / 20)
-    assert math.isclose(out["reference_stages_share"], 2.5 / 20)
-    assert math.isclose(out["wall_over_evaluation_and_reference"], 20 / 10.5)
-    assert verify_cost.stages_of(tmp_path / "missing.json") == {}

@@ -4,12 +4,8 @@ On the GPU machine (no Docker there: engines run as plain processes):
 
     bash bench/gpu.sh        # installs the carried wheels it lacks, then these tests
 
-``test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats`` is
-``bench/gpu_verify.py``, one test per row (about 25 minutes on an H200 for all of them:
-18 honest verifications and 12 cheats, one at a time, since a second engine on the GPU
-makes a run unclean; ``-k`` picks rows, e.g. ``-k "bf16 or fp32"``): the runs gather in
-``$OUT/gpu_verify.json``; ``python -m bench.gpu_verify --merge`` makes the files of
-several calls ``bench/results/gpu_verify.json``.
+The whole verifications on the GPU (``calibration/gpu_verify.py``) are
+``tests/calibration/test_gpu_verifications.py``, which the same script runs.
 ``test_the_e4b_shape_decodes_on_the_gpu_under_the_harness`` is ``bench/gpu_e4b.py``
 itself (about 6 minutes on an H200): its JSON lands in ``$OUT`` (or the test's
 temporary folder), ready for ``bench/results/gpu_e4b.json``. The tests import only
@@ -23,7 +19,6 @@ import asyncio
 import json
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -109,59 +104,6 @@ def test_the_baseline_engine_proves_its_attention_on_the_gpu(cuda: Any) -> None:
         assert check["lengths"] >= 3 * found["window"]
         assert found["serving"] == check["serving"]
         assert check["passed"] or found["serving"] == "eager"
-
-
-def _gpu_rows() -> list[Any]:
-    from bench import gpu_verify
-
-    return [pytest.param(row, id=_id(row.name)) for row in gpu_verify.rows()]
-
-
-def _id(name: str) -> str:
-    """A row's name as a ``-k``-friendly test id: ``undeclared W=24`` is ``undeclared-W-24``."""
-    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
-
-
-@pytest.mark.parametrize("row", _gpu_rows())
-def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
-    cuda: Any, tmp_path: Path, row: Any
-) -> None:
-    """One row of ``bench/gpu_verify.py``: its runs are added to ``$OUT/gpu_verify.json``
-    (``--append``), so the rows of one pytest call, or of several, gather there."""
-    from bench import gpu_verify
-
-    out = out_dir(tmp_path)
-    code = gpu_verify.main(["--out", str(out), "--only", row.name, "--append"])
-    runs = [r for r in json.loads((out / gpu_verify.RESULT).read_text())["runs"]]
-    mine = [r for r in runs if r["name"] == row.name]
-    if row.kind == "honest":
-        assert len(mine) >= 3, row.name
-        failing = [(r["run"], r.get("failing_checks"), r.get("failure")) for r in mine]
-        assert all(r["ok"] for r in mine), failing
-    else:
-        (run,) = mine
-        assert run["ok"], (row.name, run.get("verdict"), run.get("failure"), run.get("error"))
-        if not (row.replays and run.get("no_repeat")):
-            assert run["verdict"] == "REJECTED", row.name
-    assert code == 0
-
-
-def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, tmp_path: Path) -> None:
-    """Issue 26's rows on the GPU, once each (``PODIUM_MARGIN_ROWS`` names a subset,
-    comma-separated): every honest row inside the cap at or below half of every
-    allowance, every double spender over the cap at or above 1.5 times one."""
-    from bench import gpu_verify, margins
-
-    out = out_dir(tmp_path) / "margins"
-    only = os.environ.get("PODIUM_MARGIN_ROWS", "")
-    args = ["--out", str(out), "--margins", "--runs", "1", "--append"]
-    gpu_verify.main(args + (["--only", only] if only else []))
-    runs = json.loads((out / gpu_verify.RESULT).read_text())["runs"]
-    assert not [r for r in runs if "error" in r], [r["error"] for r in runs if "error" in r]
-    spec = json.loads((gpu_verify.REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
-    sep = margins.separation(runs, cap_ratio=float(spec["quality"]["max_ratio"]))
-    assert sep["honest_ok"], sep["per_bound"]
-    assert sep["spenders_ok"] or not sep["spender_rows"], sep["deciding"]
 
 
 def test_the_e4b_shape_decodes_on_the_gpu_under_the_harness(cuda: Any, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """``tps.unstable`` with the tiny challenge's own bound, on this machine, for real.
 
 The baseline engine runs as a process on the shipped tiny model and the harness measures
-it with the tiny spec unchanged (``bench.stability.measure``, which also reports how far
+it with the tiny spec unchanged (``calibration.stability.measure``, which also reports how far
 from the bound each side sits). On an ordinary shared machine the trials agree within
 ``tps.max_cv``, or enough of them pin the mean within ``tps.max_ci``; with busy processes
 that switch on and off during the run, trials disagree, extra trials run up to
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import busy_neighbours
-from bench.stability import PHASE_S, measure, neighbours
+from calibration.stability import PHASE_S, measure, neighbours
 from schemas.challenge import load_challenge
 from verifier.runners.process import ProcessRunner
 

@@ -1,6 +1,6 @@
 """Both sides of ``tps.unstable``'s bound, with the tiny challenge's own spec.
 
-    python -m bench.stability --rounds 4         # about 4 minutes on 2 cores
+    python -m calibration.stability --rounds 4         # about 4 minutes on 2 cores
 
 The baseline engine serves the shipped tiny model as a process with one torch thread (as
 the sample entry runs), and the harness measures it with the tiny spec unchanged (3
@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import DATA, RESULTS_DIR, busy_neighbours, machine
+from bench.common import DATA, busy_neighbours, machine
+from calibration import RESULTS_DIR
 
 PHASE_S = 4.0
 
@@ -51,14 +52,14 @@ def measure(url: str) -> dict[str, Any]:
     )
     assert result.failure is None, result.failure
     check = next(c for c in result.checks if c.id == "tps.unstable")
-    return {"status": check.status, "summary": check.summary, **check.details}
+    return {"status": check.status, "summary": check.summary, **(check.details or {})}
 
 
 def main(argv: list[str] | None = None) -> int:
     from schemas.challenge import load_challenge
     from verifier.runners.process import ProcessRunner
 
-    parser = argparse.ArgumentParser(prog="python -m bench.stability", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m calibration.stability", description=__doc__)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "stability.json")
     args = parser.parse_args(argv)
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = {
         "machine": machine(),
-        "command": "python -m bench.stability " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m calibration.stability " + " ".join(argv or sys.argv[1:]),
         "max_cv": spec.tps.max_cv,
         "neighbours": neighbours(),
         "phase_s": PHASE_S,

@@ -3,11 +3,11 @@
 A *position* is a row's value at a bound divided by what the bound allows (1 is the
 bound; above it the check fails). For a lower bound (the same-path fraction) it is the
 share of tokens missed over the share allowed to miss. Pure functions of a verification
-report, so a GPU driver that runs ``bench.calibrate.margin_rows()`` reads its reports
+report, so a GPU driver that runs ``calibration.calibrate.margin_rows()`` reads its reports
 with the same arithmetic:
 
-    from bench.calibrate import margin_rows
-    from bench.margins import positions, separation
+    from calibration.calibrate import margin_rows
+    from calibration.margins import positions, separation
 
 Separation (issue 26): every honest row inside the PPL cap at or below ``HONEST_MAX``
 of every allowance; every double spender whose decode alone would break the cap at or
@@ -99,11 +99,11 @@ def separation(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> dict[st
             "spender_min": min(d, default=None),
             "spender_max": max(d, default=None),
         }
-    deciding = {}
+    deciding: dict[str, dict[str, Any]] = {}
     for s in spenders:
         bounds = {k: v for k, v in (s.get("bounds") or {}).items() if isinstance(v, float)}
-        key = max(bounds, key=lambda k: bounds[k]) if bounds else None
-        deciding[s["name"]] = {"bound": key, "position": bounds.get(key) if key else None}
+        top = max(bounds, key=lambda k: bounds[k]) if bounds else None
+        deciding[s["name"]] = {"bound": top, "position": bounds.get(top) if top else None}
     honest_worst = max(
         (v for s in honest for v in (s.get("bounds") or {}).values() if isinstance(v, float)),
         default=None,

@@ -1,10 +1,10 @@
 """Calibration of the trust checks: honest lossy engines and cheats, one table.
 
-    python -m bench.calibrate                  # every row (about 25 minutes on 2 cores)
-    python -m bench.calibrate --only W=16,int4 # re-run some rows, merged into the results
-    python -m bench.calibrate --noisy          # re-run the rows only tps.unstable spoiled
-    python -m bench.calibrate --table          # re-write the docs table from the results
-    python -m bench.calibrate --list           # the rows' names
+    python -m calibration.calibrate                  # every row (about 25 minutes on 2 cores)
+    python -m calibration.calibrate --only W=16,int4 # re-run some rows, merged into the results
+    python -m calibration.calibrate --noisy          # re-run the rows only tps.unstable spoiled
+    python -m calibration.calibrate --table          # re-write the docs table from the results
+    python -m calibration.calibrate --list           # the rows' names
 
 Every row is one whole verification on the ``tiny`` challenge (its real spec, every
 bound as shipped): ``examples/tiny-baseline`` packaged with podium's engine code, the
@@ -25,7 +25,7 @@ sandbox, which a process runner is not), not the judgement of work.
 
 What a row must show: an honest engine inside the PPL cap is VERIFIED; one over the cap
 is REJECTED with ``ppl.cap`` as its only error; a cheat is REJECTED. The results go to
-``bench/results/calibration.json`` and the table to ``docs/benchmarks.md`` (section 7).
+``calibration/results/calibration.json`` and the table to ``docs/benchmarks.md`` (section 7).
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import margins
-from bench.common import DOUBLES_DIR, REPO_ROOT, RESULTS_DIR, import_doubles, machine
-from bench.margins import positions
+from bench.common import DOUBLES_DIR, REPO_ROOT, import_doubles, machine
+from calibration import RESULTS_DIR, margins
+from calibration.margins import positions
 
 doubles = import_doubles()
 
@@ -55,11 +55,14 @@ RESULT = RESULTS_DIR / "calibration.json"
 DOCS = REPO_ROOT / "docs" / "benchmarks.md"
 #: the docs section this script owns: from its heading to the next ``## `` heading
 HEADING = "## 7. Calibration of the reference checks"
+#: the subsection inside it that ``calibration.gpu_verify --table`` writes: this script's
+#: section ends there, so that its ``--table`` leaves the GPU rows in place
+GPU_HEADING = "### GPU rows: whole verifications on an NVIDIA H200"
 DECODE = "integrity.reference-decode"
 CACHING = "integrity.caching"
 SAME_PATH = "integrity.same-path"
 UNSTABLE = "tps.unstable"
-COMMAND = "python -m bench.calibrate"
+COMMAND = "python -m calibration.calibrate"
 
 
 @dataclass(frozen=True)
@@ -536,8 +539,8 @@ def docs_section(result: dict[str, Any]) -> str:
         )
     return f"""{HEADING}: honest lossy engines and cheats
 
-`{COMMAND}` (one row: `{COMMAND} --only NAME`) · `bench/calibrate.py` ·
-`bench/results/calibration.json`
+`{COMMAND}` (one row: `{COMMAND} --only NAME`) · `calibration/calibrate.py` ·
+`calibration/results/calibration.json`
 
 Each row is one whole verification on the `tiny` challenge, its spec and bounds as
 shipped: `examples/tiny-baseline` packaged with podium's engine code, the row's knobs in
@@ -590,8 +593,8 @@ def margin_section(result: dict[str, Any]) -> str:
     return f"""
 ### Trust margins: undeclared approximations and double spenders
 
-`{COMMAND} --only` with the names of `margin_rows()` (`bench/calibrate.py`; positions by
-`bench/margins.py`). *Honest* rows run `doubles.honest:Undeclared`: the approximation on
+`{COMMAND} --only` with the names of `margin_rows()` (`calibration/calibrate.py`; positions by
+`calibration/margins.py`). *Honest* rows run `doubles.honest:Undeclared`: the approximation on
 every path, not declared, so the reference runs the unmodified model and judges it by
 the budget. *Cheat* rows run `doubles.decode:DecodeWindow`: scoring with window
 `CHEAT_SCORE_WINDOW`, decoding with the harsher `CHEAT_WINDOW`. *Decode alone* is the
@@ -616,12 +619,14 @@ Deciding bound of each: {deciding}.
 
 
 def replace_section(text: str, section: str) -> str:
-    """``text`` with the section under ``HEADING`` (to the next ``## ``) replaced."""
+    """``text`` with the section under ``HEADING`` (to the next ``## ``, or to the GPU rows'
+    subsection, ``GPU_HEADING``) replaced."""
     lines = text.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if line.startswith(HEADING)), None)
     if start is None:
         return text.rstrip("\n") + "\n\n" + section
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    ends = ("## ", GPU_HEADING)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(ends)), len(lines))
     tail = "".join(lines[end:])
     return "".join(lines[:start]) + section + ("\n" + tail if tail else "")
 

@@ -1,10 +1,10 @@
-"""``bench.gpu_verify --merge``: the rows of several device calls become one results file."""
+"""``calibration.gpu_verify --merge``: the rows of several device calls become one results file."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.gpu_verify import merge
+from calibration.gpu_verify import merge
 
 
 def _doc(sha: str, command: str, *runs: tuple[str, str, int, bool]) -> dict[str, object]:

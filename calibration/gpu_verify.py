@@ -1,11 +1,11 @@
 """Whole verifications on a CUDA GPU, as an organizer without Docker runs them there.
 
-    python -m bench.gpu_verify --out DIR               # every row: honest x3, cheats x1
-    python -m bench.gpu_verify --only fp32,W=16 --runs 1
-    python -m bench.gpu_verify --only bf16 --append     # add to DIR/gpu_verify.json
-    python -m bench.gpu_verify --merge A.json B.json --note "..."   # results of several calls
-    python -m bench.gpu_verify --jobs 3                 # three verifications at a time
-    python -m bench.gpu_verify --table                  # docs table from the results
+    python -m calibration.gpu_verify --out DIR               # every row: honest x3, cheats x1
+    python -m calibration.gpu_verify --only fp32,W=16 --runs 1
+    python -m calibration.gpu_verify --only bf16 --append     # add to DIR/gpu_verify.json
+    python -m calibration.gpu_verify --merge A.json B.json --note "..."   # results of several calls
+    python -m calibration.gpu_verify --jobs 3                 # three verifications at a time
+    python -m calibration.gpu_verify --table                  # docs table from the results
 
 Each row is ``examples/tiny-baseline`` with the row's knobs in ``[engine.config]``
 (``DEVICE = "cuda"`` always) and its environment in ``[engine.env]`` (``ENGINE_CLASS``
@@ -18,12 +18,12 @@ sandbox, so an honest row ends UNOFFICIAL; what a row must show is that no check
 on an honest run (no ``fail``, no ``error``, no failure) and that every cheat is
 REJECTED.
 
-The results (one summary per run, in ``bench.calibrate``'s row format, plus each run's
+The results (one summary per run, in ``calibration.calibrate``'s row format, plus each run's
 stage times and the reference's self-test) go to ``DIR/gpu_verify.json`` after every run,
 so a run cut short still leaves what it measured; ``--append`` keeps the runs already
 there (a run of the same row and number is replaced), and ``--merge`` gathers the files of
 several calls (a machine whose commands are cut at ten minutes runs the rows in parts)
-into ``bench/results/gpu_verify.json``. ``--jobs`` above 1 runs verifications
+into ``calibration/results/gpu_verify.json``. ``--jobs`` above 1 runs verifications
 side by side: a run that another's engine made unclean (``env.gpu-busy`` at
 ``environment``) is run again alone at the end.
 """
@@ -43,8 +43,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.calibrate import Row, doubles, make_source, margin_rows, summarise
 from bench.common import REPO_ROOT, machine
+from calibration import RESULTS_DIR
+from calibration.calibrate import GPU_HEADING, Row, doubles, make_source, margin_rows, summarise
 
 ZERO_DIGEST = "sha256:" + "0" * 64
 RESULT = "gpu_verify.json"
@@ -97,7 +98,7 @@ def gpu_spec(where: Path) -> Path:
     import torch
 
     spec = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
-    spec["title"] = "Tiny Gemma (GPU variant, bench.gpu_verify)"
+    spec["title"] = "Tiny Gemma (GPU variant, calibration.gpu_verify)"
     spec["hardware"] = {
         "accelerator": "gpu",
         "gpu_name": torch.cuda.get_device_name(0),
@@ -205,7 +206,7 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
 def _ok(row: Row, summary: dict[str, Any], failing: list[dict[str, Any]]) -> bool:
     """A cheat is REJECTED; an honest run has no failing check and no failure. A replaying
     cheat on a stream that never repeats a prompt had nothing to replay: it computed every
-    token, so it is judged as an honest engine (``bench.calibrate.expectation``)."""
+    token, so it is judged as an honest engine (``calibration.calibrate.expectation``)."""
     honest = summary["failure"] is None and not failing and summary["verdict"] != "REJECTED"
     if row.kind == "cheat" and not (row.replays and summary.get("no_repeat")):
         return summary["verdict"] == "REJECTED"
@@ -217,9 +218,9 @@ def _busy(result: dict[str, Any]) -> bool:
 
 
 #: the docs subsection this script owns: from its heading to the next heading
-HEADING = "### GPU rows: whole verifications on an NVIDIA H200"
+HEADING = GPU_HEADING
 DOCS = REPO_ROOT / "docs" / "benchmarks.md"
-RESULTS = REPO_ROOT / "bench" / "results" / RESULT
+RESULTS = RESULTS_DIR / RESULT
 
 
 def _spec_bounds() -> dict[str, float]:
@@ -291,9 +292,9 @@ def write_table(doc: dict[str, Any]) -> None:
     end = text.index("\n#", start + len(HEADING))
     m = doc["machine"]
     body = (
-        f"{HEADING}\n\n`bash bench/gpu.sh -k verifications` (`python -m bench.gpu_verify`; "
+        f"{HEADING}\n\n`bash bench/gpu.sh -k verifications` (`python -m calibration.gpu_verify`; "
         "`--merge` gathers the calls, `--table` writes this table) · "
-        "`bench/results/gpu_verify.json`\n\n"
+        "`calibration/results/gpu_verify.json`\n\n"
         f"{m['gpu']['gpu_name']}, {m.get('cores')} CPU cores, {m['date']}: {doc['note']}. "
         "Each run is `podium verify BUNDLE --runner process` on the GPU variant of tiny (the "
         "spec as shipped, its hardware that GPU, its reference on `cuda` in float32), so an "
@@ -308,7 +309,7 @@ def write_table(doc: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.gpu_verify", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m calibration.gpu_verify", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "out/gpu"))
     parser.add_argument("--runs", type=int, default=3, help="runs of each honest row")
     parser.add_argument("--cheat-runs", type=int, default=1, help="runs of each cheat")
@@ -317,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--margins",
         action="store_true",
-        help="bench.calibrate's margin rows (undeclared approximations, double spenders) "
+        help="calibration.calibrate's margin rows (undeclared approximations, double spenders) "
         "instead of the honest rows and cheats; each runs --runs times",
     )
     parser.add_argument("--append", action="store_true", help="keep the runs already in --out")
@@ -373,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def save() -> None:
         document = {
             "machine": {**machine(), "gpu": json.loads(spec.read_text())["hardware"]},
-            "command": "python -m bench.gpu_verify " + " ".join(argv or sys.argv[1:]),
+            "command": "python -m calibration.gpu_verify " + " ".join(argv or sys.argv[1:]),
             "wall_s": round(time.perf_counter() - started, 1),
             "runs": _gather(kept, results),
         }

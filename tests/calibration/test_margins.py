@@ -1,7 +1,7 @@
-"""``bench.margins``: each row's position at each bound, and the separation stated from them.
+"""``calibration.margins``: each row's position at each bound, and the separation stated from them.
 
 Pure arithmetic on verification reports; the rows themselves are whole verifications that
-``python -m bench.calibrate`` runs (``margin_rows()``).
+``python -m calibration.calibrate`` runs (``margin_rows()``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import calibrate, margins
+from calibration import calibrate, margins
 
 CAP_RATIO = 1.05
 

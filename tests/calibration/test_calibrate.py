@@ -1,4 +1,4 @@
-"""``bench.calibrate``'s own parts: its bundles, its table, its docs section.
+"""``calibration.calibrate``'s own parts: its bundles, its table, its docs section.
 
 The rows themselves are whole verifications (about 30 s each on a 2-core machine); the
 script runs them. Here: what a row's bundle declares, and the pure arithmetic from
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import calibrate
+from calibration import calibrate
 from submission.bundle import package
 from verifier.declared import declared_model
 
@@ -189,3 +189,23 @@ def test_the_table_carries_the_numbers_and_the_section_replaces_only_itself() ->
     assert new.endswith("\n## 8. Cost\n\neight\n")
     assert "old table" not in new and "`abc1234`" in new and table in new
     assert calibrate.replace_section(new, calibrate.docs_section(result)) == new
+
+
+def test_the_docs_section_ends_where_the_gpu_rows_begin() -> None:
+    """``--table`` rewrites section 7 up to the GPU rows' subsection, which
+    ``calibration.gpu_verify --table`` owns: the GPU table stays in place."""
+    gpu = f"{calibrate.GPU_HEADING}\n\ngpu table\n\n"
+    doc = f"{calibrate.HEADING}: old\n\nold table\n\n{gpu}## 8. Cost\n\neight\n"
+    section = f"{calibrate.HEADING}: new\n\nnew table\n"
+    new = calibrate.replace_section(doc, section)
+    assert new == f"{section}\n{gpu}## 8. Cost\n\neight\n"
+    assert calibrate.replace_section(new, section) == new
+
+
+def test_both_writers_find_their_headings_in_the_docs() -> None:
+    from calibration import gpu_verify
+
+    text = calibrate.DOCS.read_text(encoding="utf-8")
+    assert text.count(calibrate.HEADING) == 1
+    assert text.count(gpu_verify.HEADING) == 1
+    assert text.index(calibrate.HEADING) < text.index(gpu_verify.HEADING)

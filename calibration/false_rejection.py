@@ -1,10 +1,10 @@
 """How often is an honest entry not VERIFIED? Whole verifications, counted.
 
-    python -m bench.false_rejection --runs 20                  # the sample, quiet machine
-    python -m bench.false_rejection --runs 3 --hog 2    # 2 CPU hogs switching on and off
-    python -m bench.false_rejection --runs 20 --example tiny-vllm
-    python -m bench.false_rejection --runs 20 --undeclared   # issue 26's honest rows
-    python -m bench.false_rejection --runs 20 --undeclared "undeclared W=16,undeclared int8"
+    python -m calibration.false_rejection --runs 20                  # the sample, quiet machine
+    python -m calibration.false_rejection --runs 3 --hog 2    # 2 CPU hogs switching on and off
+    python -m calibration.false_rejection --runs 20 --example tiny-vllm
+    python -m calibration.false_rejection --runs 20 --undeclared   # issue 26's honest rows
+    python -m calibration.false_rejection --runs 20 --undeclared "undeclared W=16,undeclared int8"
 
 Each run is the real pipeline on the tiny challenge exactly as an organizer runs it: the
 sample submission packaged once, rebuilt without cache, run in the Docker sandbox, the
@@ -15,7 +15,7 @@ the PPL deltas, the trials' CV and how many trials ran), so the
 distance from each bound is visible, not only the verdict.
 
 ``--undeclared [NAMES]`` runs, instead of the sample submission, the honest undeclared
-approximations of ``bench.calibrate.margin_rows()`` that are inside the PPL cap (or the
+approximations of ``calibration.calibrate.margin_rows()`` that are inside the PPL cap (or the
 ones named), each ``--runs`` times, as the calibration runs them (a process runner that
 stands in for the sandbox; fresh seeds every run): none may be REJECTED.
 
@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, RESULTS_DIR, busy_neighbours, machine
+from bench.common import REPO_ROOT, busy_neighbours, machine
+from calibration import RESULTS_DIR
 
 
 def _margins(report: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def undeclared_rows(names: str) -> list[Any]:
     """The honest margin rows inside the cap (a comma-separated list of names: those)."""
-    from bench.calibrate import margin_rows
+    from calibration.calibrate import margin_rows
 
     honest = [r for r in margin_rows() if r.kind == "honest"]
     if names:
@@ -167,7 +168,7 @@ def undeclared_rows(names: str) -> list[Any]:
 
 def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
     """Each honest undeclared row ``args.runs`` times; verdicts and margins per row."""
-    from bench.calibrate import verify_row
+    from calibration.calibrate import verify_row
 
     out: dict[str, Any] = {}
     for row in undeclared_rows(args.undeclared):
@@ -205,7 +206,7 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
         }
     return {
         "challenge": "tiny",
-        "runner": "process (tests/doubles/sandbox.py), as bench.calibrate",
+        "runner": "process (tests/doubles/sandbox.py), as calibration.calibrate",
         "rows": out,
         "false_rejections": sum(r["false_rejections"] for r in out.values()),
         "runs": sum(r["runs"] for r in out.values()),
@@ -213,7 +214,9 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.false_rejection", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m calibration.false_rejection", description=__doc__
+    )
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--hog", type=int, default=0, help="busy processes, 3 s on / 3 s off")
     parser.add_argument("--example", default="tiny-baseline", help="a folder of examples/")
@@ -223,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="?",
         const="",
         default=None,
-        help="run the honest undeclared approximations of bench.calibrate.margin_rows() "
+        help="run the honest undeclared approximations of calibration.calibrate.margin_rows() "
         "(inside the cap, or the comma-separated names given) instead of the sample",
     )
     args = parser.parse_args(argv)

@@ -1,0 +1,20 @@
+"""The evidence behind the verifier's thresholds: whole verifications of honest entries and
+of cheats, run to show where each check's bound sits between them.
+
+- ``calibrate``: every honest and cheating row through ``podium verify`` on the CPU; the
+  table of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``).
+- ``margins``: each row's position at each bound, and the separation stated from them.
+- ``false_rejection``: repeated verifications of honest entries, the false-rejection rate.
+- ``stability``: the tiny spec's TPS spread with busy neighbours (``tps.unstable``).
+- ``gpu_verify``: the calibration rows on a CUDA GPU (run there by ``bash bench/gpu.sh``).
+
+Their results live in ``calibration/results/``; what they share with the benchmarks (the
+machine's description, engine processes, busy neighbours) is ``bench.common``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: where the calibration scripts write their results (``bench/results/`` is the benchmarks')
+RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -1,0 +1,91 @@
+"""The calibration rows on a CUDA GPU as tests (``-m gpu``): skipped where there is none.
+
+On the GPU machine (no Docker there: engines run as plain processes):
+
+    bash bench/gpu.sh -k verifications    # installs the carried wheels it lacks, then these
+
+``test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats`` is
+``calibration/gpu_verify.py``, one test per row (about 25 minutes on an H200 for all of them:
+18 honest verifications and 12 cheats, one at a time, since a second engine on the GPU
+makes a run unclean; ``-k`` picks rows, e.g. ``-k "bf16 or fp32"``): the runs gather in
+``$OUT/gpu_verify.json``; ``python -m calibration.gpu_verify --merge`` makes the files of
+several calls ``calibration/results/gpu_verify.json``. The tests import only what that
+machine has (torch, transformers, pynvml, huggingface_hub) plus podium's core and pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cuda() -> Any:
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU on this machine")
+    return torch
+
+
+def out_dir(tmp_path: Path) -> Path:
+    return Path(os.environ["OUT"]) if os.environ.get("OUT") else tmp_path
+
+
+def _gpu_rows() -> list[Any]:
+    from calibration import gpu_verify
+
+    return [pytest.param(row, id=_id(row.name)) for row in gpu_verify.rows()]
+
+
+def _id(name: str) -> str:
+    """A row's name as a ``-k``-friendly test id: ``undeclared W=24`` is ``undeclared-W-24``."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+
+
+@pytest.mark.parametrize("row", _gpu_rows())
+def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
+    cuda: Any, tmp_path: Path, row: Any
+) -> None:
+    """One row of ``calibration/gpu_verify.py``: its runs are added to ``$OUT/gpu_verify.json``
+    (``--append``), so the rows of one pytest call, or of several, gather there."""
+    from calibration import gpu_verify
+
+    out = out_dir(tmp_path)
+    code = gpu_verify.main(["--out", str(out), "--only", row.name, "--append"])
+    runs = [r for r in json.loads((out / gpu_verify.RESULT).read_text())["runs"]]
+    mine = [r for r in runs if r["name"] == row.name]
+    if row.kind == "honest":
+        assert len(mine) >= 3, row.name
+        failing = [(r["run"], r.get("failing_checks"), r.get("failure")) for r in mine]
+        assert all(r["ok"] for r in mine), failing
+    else:
+        (run,) = mine
+        assert run["ok"], (row.name, run.get("verdict"), run.get("failure"), run.get("error"))
+        if not (row.replays and run.get("no_repeat")):
+            assert run["verdict"] == "REJECTED", row.name
+    assert code == 0
+
+
+def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, tmp_path: Path) -> None:
+    """Issue 26's rows on the GPU, once each (``PODIUM_MARGIN_ROWS`` names a subset,
+    comma-separated): every honest row inside the cap at or below half of every
+    allowance, every double spender over the cap at or above 1.5 times one."""
+    from calibration import gpu_verify, margins
+
+    out = out_dir(tmp_path) / "margins"
+    only = os.environ.get("PODIUM_MARGIN_ROWS", "")
+    args = ["--out", str(out), "--margins", "--runs", "1", "--append"]
+    gpu_verify.main(args + (["--only", only] if only else []))
+    runs = json.loads((out / gpu_verify.RESULT).read_text())["runs"]
+    assert not [r for r in runs if "error" in r], [r["error"] for r in runs if "error" in r]
+    spec = json.loads((gpu_verify.REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
+    sep = margins.separation(runs, cap_ratio=float(spec["quality"]["max_ratio"]))
+    assert sep["honest_ok"], sep["per_bound"]
+    assert sep["spenders_ok"] or not sep["spender_rows"], sep["deciding"]
