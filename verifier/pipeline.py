@@ -296,10 +296,12 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
     """vLLM engines only: what the server really ran with, against the frozen config.
 
     ``verifier.runtime`` reads back /version, /v1/models, /metrics and vLLM's start-up
-    arguments; its findings (``engine.runtime-mismatch``, and the challenge's forbidden
-    rules as seen at run time) join the run's, its record is the report's ``runtime``.
+    arguments; ``verifier.checks.runtime`` compares them with the frozen config, and its
+    findings (``engine.runtime-mismatch``, and the challenge's forbidden rules as seen at
+    run time) join the run's; the record is the report's ``runtime``.
     """
     from verifier import runtime
+    from verifier.checks import runtime as runtime_check
 
     rec = run.record
     manifest = rec.intake.manifest if rec.intake else None
@@ -313,7 +315,7 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
             runtime.observe(handle.base_url, handle.logs(1 << 22)),
         ),
     )
-    rec.findings += runtime.compare(
+    rec.findings += runtime_check.compare(
         obs,
         manifest.engine.config,
         run.req.spec,
