@@ -5,7 +5,9 @@ The harness (``verifier.harness``) talks to engines and fills these types; the c
 imports neither, so evidence flows one way: harness → evidence → checks. Everything
 here is what an engine (the participant's, or the verifier's reference) answered, as
 the harness recorded it: it is the engine's word, trusted only as far as each check's
-own arithmetic trusts it.
+own arithmetic trusts it. The one exception is ``IsolationEvidence``, which a runner
+fills (``Runner.isolation``): the Docker engine's account of the sandbox, and what a
+probe run with the image's own python3 found inside it.
 """
 
 from __future__ import annotations
@@ -262,6 +264,27 @@ class Evidence:
     same_path: list[SamePathProbe] = field(default_factory=list)
     #: the caching controls' answers (``RequestRecord.control``), in the order sent
     controls: list[RequestRecord] = field(default_factory=list)
+
+
+# --- the sandbox the engine runs in (Runner.isolation) ---
+
+
+@dataclass(frozen=True)
+class IsolationEvidence:
+    """What a runner saw of the sandbox its engine runs in (``integrity.isolation``).
+
+    A runner with a sandbox reports ``configuration``: the running container and its
+    network as the Docker engine reported them (``{"container": ..., "network": ...}``,
+    ``EngineHandle.describe()``), and ``probe``: what a probe run inside the container
+    found (None when the image has no python3 to run it, ``{"error": ...}`` when it
+    failed). A runner without a sandbox says so in ``no_sandbox`` (what is left open; then
+    nothing above was observed), with ``facts`` about where the engine runs.
+    """
+
+    configuration: dict[str, Any] = field(default_factory=dict)
+    probe: dict[str, Any] | None = None
+    no_sandbox: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 # --- what the reference said (verifier.harness.reference) ---

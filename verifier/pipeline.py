@@ -52,10 +52,11 @@ from schemas.check_ids import (
 from schemas.findings import Finding
 from schemas.report import FAILED, UNOFFICIAL, CheckResult, Failure, Stage
 from verifier.checks import registry
-from verifier.checks.base import CheckContext
+from verifier.checks.base import CheckContext, CheckOutcome
 from verifier.datasets import EvaluationSets, evaluation_sets
 from verifier.declared import DeclaredModel, declared_model
 from verifier.evaluation import judge_with_reference, run_harness
+from verifier.evidence import IsolationEvidence
 from verifier.fingerprint import clean_gpu_findings, hardware_findings, take_fingerprint
 from verifier.harness.render import TokenizerRenderer
 from verifier.harness.run import HarnessResult
@@ -243,7 +244,8 @@ ISOLATION_WAIT_S = 60.0
 class _Probe:
     """The isolation probe, started in a thread right after the engine (it mostly waits
     out its connection timeouts) while the tokenizer and the reference load beside it.
-    ``finish`` is the stage ``isolation``: the wait for it, then the check recorded;
+    ``finish`` is the stage ``isolation``: the wait for it, then the check
+    (``verifier.checks.isolation``) judged on what the runner saw, and recorded;
     ``settle`` waits for it, bounded, after a stage before ``finish`` failed, so that the
     probe is done with the sandbox before the sandbox is stopped."""
 
@@ -255,34 +257,40 @@ class _Probe:
         assert run.sets is not None
         forbidden = [run.sets.prompts.path, run.sets.ppl.path]
 
-        def probe() -> tuple[float, tuple[str, str, dict[str, Any], list[Finding]]]:
+        def probe() -> tuple[float, IsolationEvidence]:
             t0 = time.perf_counter()
-            outcome = runner.isolation(handle, forbidden_paths=forbidden)
-            return time.perf_counter() - t0, outcome
+            evidence = runner.isolation(handle, forbidden_paths=forbidden)
+            return time.perf_counter() - t0, evidence
 
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="isolation-probe")
         self.future = pool.submit(probe)
         pool.shutdown(wait=False)
 
-    def _result(self) -> tuple[float, tuple[str, str, dict[str, Any], list[Finding]]]:
+    def _result(self) -> tuple[float, CheckOutcome]:
         try:
-            return self.future.result(timeout=ISOLATION_WAIT_S)
+            took, evidence = self.future.result(timeout=ISOLATION_WAIT_S)
         except FutureTimeout:
             raise EngineError(
                 f"the isolation probe did not finish within {ISOLATION_WAIT_S:.0f} s "
                 "(it runs the image's python3)"
             ) from None
+        ctx = CheckContext(self.run.req.spec, isolation=evidence)
+        (outcome,) = registry.judge(registry.ISOLATION, ctx)
+        return took, outcome
 
     def finish(self) -> None:
         if self.done:
             return
         self.done = True
-        took, (status, summary, details, findings) = self.run.timed("isolation", self._result)
+        took, outcome = self.run.timed("isolation", self._result)
+        assert outcome.result is not None
+        status, summary = outcome.result.status, outcome.result.summary
+        details = dict(outcome.result.details or {})
         details.pop("container", None)
         details["probe_s"] = round(took, 3)
         self.run.record.checks.append(CheckResult(INTEGRITY_ISOLATION, status, summary, details))
         if status == "fail":  # our sandbox, not the participant, is at fault: cannot evaluate
-            self.run.fail("isolation", "; ".join(f.message for f in findings))
+            self.run.fail("isolation", "; ".join(f.message for f in outcome.findings))
 
     def settle(self) -> None:
         if self.done:
@@ -296,10 +304,12 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
     """vLLM engines only: what the server really ran with, against the frozen config.
 
     ``verifier.runtime`` reads back /version, /v1/models, /metrics and vLLM's start-up
-    arguments; its findings (``engine.runtime-mismatch``, and the challenge's forbidden
-    rules as seen at run time) join the run's, its record is the report's ``runtime``.
+    arguments; ``verifier.checks.runtime`` compares them with the frozen config, and its
+    findings (``engine.runtime-mismatch``, and the challenge's forbidden rules as seen at
+    run time) join the run's; the record is the report's ``runtime``.
     """
     from verifier import runtime
+    from verifier.checks import runtime as runtime_check
 
     rec = run.record
     manifest = rec.intake.manifest if rec.intake else None
@@ -313,7 +323,7 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
             runtime.observe(handle.base_url, handle.logs(1 << 22)),
         ),
     )
-    rec.findings += runtime.compare(
+    rec.findings += runtime_check.compare(
         obs,
         manifest.engine.config,
         run.req.spec,

@@ -1,8 +1,9 @@
-"""``engine.runtime-mismatch``: what the vLLM server really ran with, against what was frozen.
+"""What the vLLM server really ran with: the evidence ``engine.runtime-mismatch`` judges.
 
 The manifest freezes an engine config, but what turns it into vLLM arguments (the
 launcher) travels in the bundle, so it is the participant's code. This module reads back
-what vLLM itself says while it runs, and compares it with the frozen config:
+what vLLM itself says while it runs, for ``verifier.checks.runtime`` to compare with the
+frozen config:
 
 - ``/version``: the vLLM version that answers, against the one the base image names;
 - ``/v1/models``: the served model's ``max_model_len``;
@@ -12,12 +13,6 @@ what vLLM itself says while it runs, and compares it with the frozen config:
   tokens the harness received in the timed trials (an answer vLLM never generated came
   from somewhere else), and the speculative-decoding counters (the acceptance rate).
 
-A frozen knob that did not take effect, or a setting no frozen knob explains, is an
-``engine.runtime-mismatch`` error; a setting the challenge forbids is also reported under
-that rule's own id. Missing evidence (a server that logs nothing, no ``/metrics``) is no
-finding but is listed in the record (``unobserved``): what an engine says about itself is a
-cheap first filter, never the proof, and the timed work is judged by the other checks.
-
 Everything here is the engine's own text, read after the timed work (a launcher is the
 participant's code and can log anything), so the record and the findings show a string
 only where it equals what the verifier expected from the frozen config or the base image,
@@ -25,7 +20,10 @@ or has a closed form (a version number, an argument podium knows); any other val
 shown as its size (``shown``): the organizer reads it in their log, the participant never
 (``docs/measurement.md``, "What leaves the sandbox").
 
-``observe`` does the I/O; everything else is pure: parse, then ``compare``.
+``observe`` does the I/O; everything else is pure: parse, then ``record`` (the report's
+``runtime`` member, with what could not be observed); the comparison with the frozen
+config (``expected_args``, the verifier's own reading of the knobs) is
+``verifier.checks.runtime.compare``.
 """
 
 from __future__ import annotations
@@ -36,16 +34,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.challenge import ChallengeSpec
-from schemas.check_ids import ENGINE_RUNTIME_MISMATCH
-from schemas.engine_config import rule_fires
-from schemas.findings import Finding
 from verifier.vllm_output import (
     parse_counters,
     parse_non_default_args,
 )
-
-CHECK_ID = ENGINE_RUNTIME_MISMATCH
 
 #: Each knob that becomes one vLLM argument: the argument's name in vLLM's parser (the
 #: ``dest`` of its option, as the non-default args line spells it). This is the verifier's
@@ -71,8 +63,6 @@ KNOB_ARGS: dict[str, str] = {
     "HF_OVERRIDES": "hf_overrides",
     "SPECULATIVE_CONFIG": "speculative_config",
 }
-#: Knobs folded into another knob's argument.
-MERGED: dict[str, str] = {"SLIDING_WINDOW": "hf_overrides"}
 #: vLLM 0.32's defaults for these arguments (``vars(make_arg_parser(...).parse_args([]))``;
 #: a test in the vLLM image keeps this table honest). A frozen value equal to its default
 #: does not show in the non-default args, which is then no mismatch.
@@ -151,12 +141,8 @@ def shown(value: Any, expected: Any = _ABSENT, choices: frozenset[str] = frozens
     return f"<a value of {size} characters, in the organizer's log>"
 
 
-def _known_arg(arg: str) -> bool:
+def known_arg(arg: str) -> bool:
     return arg in VLLM_DEFAULTS or arg in LAUNCHER_ARGS or arg in OPAQUE_ARGS
-
-
-def _arg_name(arg: str) -> str:
-    return arg if _known_arg(arg) else f"<an argument of {len(arg)} characters>"
 
 
 def blind_args(seen: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, Any]:
@@ -165,7 +151,7 @@ def blind_args(seen: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, 
     expected = expected_args(frozen)
     out: dict[str, Any] = {}
     for i, (arg, value) in enumerate(seen.items()):
-        name = arg if _known_arg(arg) else f"<argument {i}: {len(arg)} characters>"
+        name = arg if known_arg(arg) else f"<argument {i}: {len(arg)} characters>"
         if value is None or isinstance(value, bool | int | float):
             out[name] = value if not isinstance(value, int) or abs(value) < 1 << 53 else None
         elif _vouched(arg, value, frozen, expected):
@@ -177,7 +163,7 @@ def blind_args(seen: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, 
 
 def _vouched(arg: str, value: Any, frozen: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
     """What the frozen config asked for, or one of vLLM's own words for ``arg``."""
-    if arg in expected and _arg_matches(arg, frozen, expected[arg], value):
+    if arg in expected and arg_matches(arg, frozen, expected[arg], value):
         return True
     return isinstance(value, str) and value in VLLM_CHOICES.get(arg, frozenset())
 
@@ -191,7 +177,7 @@ def _flag(value: Any) -> bool:
     return bool(value)
 
 
-def _sliding_window(overrides: Mapping[str, Any]) -> Any:
+def sliding_window(overrides: Mapping[str, Any]) -> Any:
     text = overrides.get("text_config")
     if isinstance(text, Mapping) and "sliding_window" in text:
         return text["sliding_window"]
@@ -230,13 +216,13 @@ def expected_args(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _arg_matches(arg: str, frozen: Mapping[str, Any], expected: Any, seen: Any) -> bool:
+def arg_matches(arg: str, frozen: Mapping[str, Any], expected: Any, seen: Any) -> bool:
     if arg in OPAQUE_ARGS:
         return True
     if arg == "hf_overrides":
         want_window = frozen.get("SLIDING_WINDOW")
         seen_map = seen if isinstance(seen, Mapping) else {}
-        if want_window is not None and _sliding_window(seen_map) != want_window:
+        if want_window is not None and sliding_window(seen_map) != want_window:
             return False
         rest = _without_sliding_window(seen_map) if want_window is not None else dict(seen_map)
         return rest == _without_sliding_window(frozen.get("HF_OVERRIDES") or {})
@@ -250,126 +236,6 @@ def _arg_matches(arg: str, frozen: Mapping[str, Any], expected: Any, seen: Any) 
     if isinstance(expected, float) or isinstance(seen, float):
         return isinstance(seen, int | float) and abs(float(seen) - float(expected)) < 1e-9
     return bool(seen == expected)
-
-
-def _observed_knobs(args: Mapping[str, Any]) -> dict[str, Any]:
-    """The knobs that the observed arguments amount to (for the challenge's forbidden rules)."""
-    by_arg = {arg: knob for knob, arg in KNOB_ARGS.items()}
-    out = {by_arg[arg]: value for arg, value in args.items() if arg in by_arg}
-    if isinstance(args.get("hf_overrides"), Mapping):
-        window = _sliding_window(args["hf_overrides"])
-        if window is not None:
-            out["SLIDING_WINDOW"] = window
-    return out
-
-
-# --- the comparison (pure) ----------------------------------------------------------------
-
-
-def _mismatch(message: str, hint: str | None = None) -> Finding:
-    return Finding(CHECK_ID, "error", message, hint=hint, where="runtime")
-
-
-def compare_args(
-    frozen: Mapping[str, Any], seen: Mapping[str, Any], spec: ChallengeSpec | None = None
-) -> list[Finding]:
-    """Findings for one parsed non-default args line against the frozen config."""
-    findings: list[Finding] = []
-    expected = expected_args(frozen)
-    for arg, want in expected.items():
-        if arg in seen:
-            if not _arg_matches(arg, frozen, want, seen[arg]):
-                knob = next(k for k, a in KNOB_ARGS.items() if a == arg)
-                findings.append(
-                    _mismatch(
-                        f"{knob} was frozen as {json.dumps(frozen.get(knob))} but vLLM ran with "
-                        f"{arg}={shown(seen[arg], choices=VLLM_CHOICES.get(arg, frozenset()))}",
-                        hint="the launcher must pass the frozen config unchanged",
-                    )
-                )
-        elif arg not in LAUNCHER_ARGS and want != VLLM_DEFAULTS.get(arg, object()):
-            knob = next(k for k, a in KNOB_ARGS.items() if a == arg)
-            findings.append(
-                _mismatch(
-                    f"{knob}={json.dumps(frozen.get(knob))} was frozen but did not take effect: "
-                    f"vLLM ran with its default {arg}",
-                    hint="the launcher must pass every frozen knob to vLLM",
-                )
-            )
-    explained = set(expected) | {MERGED[k] for k in MERGED if k in frozen} | LAUNCHER_ARGS
-    for arg in sorted(set(seen) - explained):
-        findings.append(
-            _mismatch(
-                f"vLLM ran with {_arg_name(arg)}="
-                f"{shown(seen[arg], choices=VLLM_CHOICES.get(arg, frozenset()))}, "
-                "which no frozen knob sets",
-                hint="every engine setting must be in the frozen engine config",
-            )
-        )
-    if spec is not None:
-        observed = _observed_knobs(seen)
-        for rule in spec.engine.forbidden:
-            if rule_fires(rule, observed) and not rule_fires(rule, dict(frozen)):
-                findings.append(
-                    Finding(
-                        rule.id,
-                        "error",
-                        f"{rule.message} (seen at run time in vLLM's arguments)",
-                        hint=rule.hint,
-                        where="runtime",
-                    )
-                )
-    return findings
-
-
-def compare(
-    obs: Observation,
-    frozen: Mapping[str, Any],
-    spec: ChallengeSpec | None = None,
-    *,
-    harness_generated_tokens: int | None = None,
-    expected_version: str | None = None,
-) -> list[Finding]:
-    """Every finding of the runtime comparison; none for an honest server."""
-    findings: list[Finding] = []
-    distinct = {json.dumps(a, sort_keys=True, default=str) for a in obs.non_default_args}
-    if len(distinct) > 1:
-        findings.append(
-            _mismatch(
-                f"the log holds {len(distinct)} different 'non-default args' lines: "
-                "one server, one set of arguments"
-            )
-        )
-    for seen in obs.non_default_args:
-        findings += compare_args(frozen, seen, spec)
-    if obs.models:
-        length = obs.models[0].get("max_model_len")
-        if "MAX_MODEL_LEN" in frozen and length is not None and length != frozen["MAX_MODEL_LEN"]:
-            findings.append(
-                _mismatch(
-                    f"MAX_MODEL_LEN was frozen as {frozen['MAX_MODEL_LEN']} but /v1/models "
-                    f"reports max_model_len {shown(length)}"
-                )
-            )
-    if expected_version and obs.version and obs.version != expected_version:
-        findings.append(
-            _mismatch(
-                f"/version answers vLLM {_version(obs.version)}, but the base image holds "
-                f"{expected_version}"
-            )
-        )
-    generated = (obs.counters or {}).get("generation_tokens")
-    expected = harness_generated_tokens
-    if generated is not None and expected is not None and generated < expected:
-        findings.append(
-            _mismatch(
-                f"the harness received {expected} generated tokens in the timed trials, but "
-                f"vLLM counted only {generated:.0f} generated tokens in its whole run: "
-                "answers came from somewhere other than vLLM",
-                hint="every answer must be generated by the vLLM server being measured",
-            )
-        )
-    return findings
 
 
 def unobserved_evidence(obs: Observation) -> dict[str, str]:
@@ -397,7 +263,7 @@ def acceptance_rate(counters: Mapping[str, float] | None) -> float | None:
     return counters.get("spec_decode_accepted_tokens", 0.0) / drafted
 
 
-def _version(version: str | None) -> str | None:
+def shown_version(version: str | None) -> str | None:
     if version is None or _VERSION.match(version):
         return version
     return shown(version)
@@ -426,7 +292,7 @@ def record(
     args = obs.non_default_args[0] if obs.non_default_args else None
     out: dict[str, Any] = {
         "engine": "vllm",
-        "version": _version(obs.version),
+        "version": shown_version(obs.version),
         "served_model": _served(obs.models[0], served_model_name) if obs.models else None,
         "non_default_args": blind_args(args, frozen or {}) if args is not None else None,
         "counters": obs.counters,

@@ -2,8 +2,9 @@
 
 vLLM logs every argument that differs from its own default as one ``non-default args:
 {...}`` line (a Python dict, some values reprs of objects), and exposes Prometheus
-counters at ``/metrics``. ``verifier.runtime`` compares both with the frozen config; this
-module only parses them (pure functions, no I/O).
+counters at ``/metrics``. ``verifier.runtime`` reads both from a running server and
+``verifier.checks.runtime`` compares them with the frozen config; this module only
+parses them (pure functions, no I/O).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """A test double of the runner protocol: podium's process runner posing as a sandbox.
 
 ``VerifyingSandbox`` runs the engine of a bundle as a plain process (as the ``process``
-runner does) but reports itself as a runner whose results can be VERIFIED, with an
-isolation check that passes, so the pipeline's VERIFIED path runs without Docker. It is
+runner does) but reports itself as a runner whose results can be VERIFIED, with the
+evidence of a closed sandbox (``closed_sandbox``: what the Docker engine and the
+in-container probe report of one), so the isolation check passes and the pipeline's
+VERIFIED path runs without Docker. It is
 for tests of the verdict's logic and of cheating engines; the real sandbox is tested in
 ``tests/verifier/test_verify_e2e.py``.
 """
@@ -14,10 +16,38 @@ from pathlib import Path
 from typing import Any
 
 from schemas.challenge import ChallengeSpec
-from schemas.findings import Finding
+from verifier.evidence import IsolationEvidence
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 from verifier.runners.process import ProcessRunner
+
+#: a closed sandbox as the Docker engine reports it (the members the isolation check reads)
+CLOSED: dict[str, Any] = {
+    "container": {
+        "HostConfig": {
+            "ReadonlyRootfs": True,
+            "CapDrop": ["ALL"],
+            "SecurityOpt": ["no-new-privileges"],
+            "PortBindings": {},
+            "Privileged": False,
+        },
+        "NetworkSettings": {"Networks": {"podium-sbx-test": {}}},
+        "Mounts": [{"Type": "bind", "Source": "/srv/model", "Destination": "/model", "RW": False}],
+    },
+    "network": {"Name": "podium-sbx-test", "Internal": True},
+}
+
+
+def closed_sandbox(forbidden_paths: list[Path]) -> IsolationEvidence:
+    """The evidence of a closed sandbox: Docker's account of one, and a probe that got
+    nowhere and saw none of ``forbidden_paths``."""
+    probe = {
+        "egress": {"1.1.1.1:53": "TimeoutError: timed out"},
+        "dns": "gaierror",
+        "paths": {str(p): False for p in forbidden_paths},
+        "root_writable": False,
+    }
+    return IsolationEvidence(configuration=CLOSED, probe=probe)
 
 
 class VerifyingSandbox(ProcessRunner):
@@ -40,7 +70,5 @@ class VerifyingSandbox(ProcessRunner):
         self.started = True
         return super().start(spec, model_dir=model_dir, gpu=gpu, drafter_dir=drafter_dir)
 
-    def isolation(
-        self, handle: EngineHandle, *, forbidden_paths: list[Path]
-    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
-        return "pass", "a test double of a sandbox", {"runner": "test-sandbox"}, []
+    def isolation(self, handle: EngineHandle, *, forbidden_paths: list[Path]) -> IsolationEvidence:
+        return closed_sandbox(forbidden_paths)

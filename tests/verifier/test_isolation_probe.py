@@ -9,32 +9,38 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from doubles.sandbox import closed_sandbox
 
 from podium.errors import EngineError
 from schemas.challenge import load_challenge
 from verifier import pipeline
+from verifier.evidence import IsolationEvidence
 from verifier.pipeline import Events, VerifyRequest
 
 
 class SlowProbe:
-    """A runner whose probe takes ``seconds`` (or until ``release`` is set)."""
+    """A runner whose probe takes ``seconds`` (or until ``release`` is set); it reports a
+    closed sandbox, or one whose network has a route out."""
 
-    def __init__(self, seconds: float, status: str = "pass") -> None:
-        self.seconds, self.status = seconds, status
+    def __init__(self, seconds: float, closed: bool = True) -> None:
+        self.seconds, self.closed = seconds, closed
         self.release = threading.Event()
         self.finished = threading.Event()
 
-    def isolation(
-        self, handle: Any, *, forbidden_paths: list[Path]
-    ) -> tuple[str, str, dict[str, Any], list[Any]]:
+    def isolation(self, handle: Any, *, forbidden_paths: list[Path]) -> IsolationEvidence:
         self.release.wait(self.seconds)
         self.finished.set()
-        return self.status, "probed", {"container": {"id": "x"}, "paths": len(forbidden_paths)}, []
+        evidence = closed_sandbox(forbidden_paths)
+        if self.closed:
+            return evidence
+        network = {**evidence.configuration["network"], "Internal": False}
+        return replace(evidence, configuration={**evidence.configuration, "network": network})
 
 
 def _run(tmp_path: Path) -> pipeline._Run:
@@ -61,7 +67,7 @@ def test_the_probe_runs_beside_the_boot_and_its_wait_is_the_isolation_stage(
     check = run.record.checks[-1]
     assert check.id == "integrity.isolation" and check.status == "pass"
     assert check.details["probe_s"] >= 0.3 and "container" not in check.details
-    assert check.details["paths"] == 2 and run.record.failure is None
+    assert len(check.details["probe"]["paths"]) == 2 and run.record.failure is None
 
 
 def test_a_probe_that_never_returns_fails_the_run_at_isolation(
@@ -82,7 +88,7 @@ def test_a_probe_that_never_returns_fails_the_run_at_isolation(
 def test_after_an_earlier_failure_the_probe_ends_before_the_sandbox_stops(
     tmp_path: Path,
 ) -> None:
-    run, runner = _run(tmp_path), SlowProbe(0.3, status="fail")
+    run, runner = _run(tmp_path), SlowProbe(0.3, closed=False)
     probe = pipeline._Probe(run, runner, handle=None)  # type: ignore[arg-type]
     probe.settle()  # the tokenizer failed: finish() was never reached
     assert runner.finished.is_set(), "settle returned while the probe still ran"

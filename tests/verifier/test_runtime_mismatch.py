@@ -15,13 +15,11 @@ from typing import Any
 import pytest
 
 from schemas.challenge import load_challenge
+from verifier.checks.runtime import CHECK_ID, compare, compare_args
 from verifier.runtime import (
-    CHECK_ID,
     VLLM_CHOICES,
     Observation,
     acceptance_rate,
-    compare,
-    compare_args,
     expected_args,
     observe,
     parse_counters,

@@ -19,7 +19,13 @@ from podium.errors import EngineError
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.report import CheckResult
-from verifier.evidence import Evidence, PplResult, ReferenceEvidence, TpsResult
+from verifier.evidence import (
+    Evidence,
+    IsolationEvidence,
+    PplResult,
+    ReferenceEvidence,
+    TpsResult,
+)
 
 
 @dataclass
@@ -46,6 +52,8 @@ class CheckContext:
     model_ppl: float | None = None
     #: what the loaded reference's attention self-test found (``reference.self-test``)
     self_test: dict[str, Any] | None = None
+    #: what the runner saw of the engine's sandbox (``integrity.isolation``)
+    isolation: IsolationEvidence | None = None
 
 
 @dataclass

@@ -5,10 +5,14 @@ Every id is declared once, with its phase, severity, effect and meaning, in
 computed by a check (the rest are findings raised by the stages themselves: intake,
 environment, rebuild, the PPL scorer). ``EVALUATION_PHASE`` runs once the participant's
 engine has answered everything (it sends nothing: it reads what was recorded);
+``ISOLATION`` judges what the runner saw of the engine's sandbox (the container's
+configuration, the in-container probe) once the probe is done, while the engine boots;
 ``REFERENCE_LOAD`` judges the reference's self-test as soon as the reference has
 loaded (before it serves); ``REFERENCE_PHASE`` judges what the verifier's reference
 engine said, after the participant's engine has stopped (``ppl.cap`` runs there: it
 judges the PPL no sampled record of which counts as better than the reference scored it).
+``engine.runtime-mismatch`` raises findings only and has no entry here: the pipeline
+calls ``verifier.checks.runtime.compare`` on what vLLM said of itself (``verifier.runtime``).
 
 Checks are plain functions of the evidence; one written as a coroutine is awaited.
 ``judge`` runs a phase's checks where no event loop runs (the pipeline's reference
@@ -27,6 +31,7 @@ from podium.errors import EngineError, UsageError
 from schemas import check_ids as ids
 from verifier.checks import (
     caching,
+    isolation,
     lengths,
     prompts,
     reference,
@@ -46,6 +51,7 @@ _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
     (ids.INTEGRITY_CACHING, caching.caching),
     (ids.PPL_RANK_MISMATCH, same_path.probe_ranks),
 )
+_ISOLATION: tuple[tuple[str, CheckFn], ...] = ((ids.INTEGRITY_ISOLATION, isolation.isolation),)
 _REFERENCE_LOAD: tuple[tuple[str, CheckFn], ...] = ((ids.REFERENCE_SELF_TEST, self_test.self_test),)
 _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.PPL_CAP, results.ppl_cap),
@@ -54,8 +60,9 @@ _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.INTEGRITY_SAME_PATH, same_path.same_path),
 )
 
-CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _REFERENCE_LOAD + _REFERENCE)
+CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _ISOLATION + _REFERENCE_LOAD + _REFERENCE)
 EVALUATION_PHASE: tuple[str, ...] = tuple(i for i, _ in _EVALUATION)
+ISOLATION: tuple[str, ...] = tuple(i for i, _ in _ISOLATION)
 REFERENCE_LOAD: tuple[str, ...] = tuple(i for i, _ in _REFERENCE_LOAD)
 REFERENCE_PHASE: tuple[str, ...] = tuple(i for i, _ in _REFERENCE)
 

@@ -5,7 +5,8 @@ in order: ``environment()`` (facts for the fingerprint, e.g. the Docker version)
 ``prepare(intake, ...)`` once (build what must exist before start, from intake's
 result: the runner never re-reads the bundle), ``start(...)`` (with ``gpu`` decided by
 the pipeline from the spec and the fingerprint), ``isolation(...)`` while the engine
-runs, and ``cleanup()`` in every case. A new runner is written from this file alone.
+runs (it gathers what the runner can see of the sandbox; ``verifier.checks.isolation``
+judges it), and ``cleanup()`` in every case. A new runner is written from this file alone.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from schemas.challenge import ChallengeSpec
-from schemas.findings import Finding
+from verifier.evidence import IsolationEvidence
 
 if TYPE_CHECKING:
     from verifier.intake import Intake
@@ -86,10 +87,9 @@ class Runner(Protocol):
         is spawned."""
         ...
 
-    def isolation(
-        self, handle: EngineHandle, *, forbidden_paths: list[Path]
-    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
-        """(status, summary, details, findings) of the isolation check for this runner."""
+    def isolation(self, handle: EngineHandle, *, forbidden_paths: list[Path]) -> IsolationEvidence:
+        """What this runner sees of the engine's sandbox: Docker's account of it and the
+        probe's, or that it has none (``integrity.isolation`` judges it)."""
         ...
 
     def cleanup(self) -> None:

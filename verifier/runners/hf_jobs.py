@@ -9,9 +9,9 @@ GPU flavour, with no secrets) in the same private network group, reached at
 What this runner cannot do, it says: it did not build the image here (the dispatcher
 did, and passes the facts along), it cannot stop the server (the dispatcher cancels it
 when the harness job ends), and it cannot close the server's outbound network (Jobs has
-no egress switch), so the isolation check is a ``skip`` that names what is left open:
-a challenge that enables ``integrity.isolation`` gets UNOFFICIAL from Jobs, never
-VERIFIED (docs/scale.md, threat models).
+no egress switch), so it reports no sandbox and the isolation check is a ``skip`` that
+names what is left open: a challenge that enables ``integrity.isolation`` gets
+UNOFFICIAL from Jobs, never VERIFIED (docs/scale.md, threat models).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.challenge import ChallengeSpec
-from schemas.findings import Finding
+from verifier.evidence import IsolationEvidence
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 
@@ -58,10 +58,8 @@ class HfJobsRunner:
             describe=lambda: {"runner": "hf-jobs", **self.facts},
         )
 
-    def isolation(
-        self, handle: EngineHandle, *, forbidden_paths: list[Path]
-    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
-        details = {
+    def isolation(self, handle: EngineHandle, *, forbidden_paths: list[Path]) -> IsolationEvidence:
+        facts = {
             "runner": "hf-jobs",
             "server_job": self.facts.get("server_job"),
             "flavor": self.facts.get("flavor"),
@@ -72,7 +70,7 @@ class HfJobsRunner:
             ],
             "open": [OPEN_EGRESS],
         }
-        return "skip", OPEN_EGRESS, details, []
+        return IsolationEvidence(no_sandbox=OPEN_EGRESS, facts=facts)
 
     def cleanup(self) -> None:
         """Nothing here: the jobs belong to the dispatcher."""

@@ -25,8 +25,8 @@ from typing import Any
 from podium import dockerx
 from podium.extras import require
 from schemas.challenge import ChallengeSpec
-from schemas.findings import Finding
 from schemas.manifest import Manifest
+from verifier.evidence import IsolationEvidence
 from verifier.intake import Intake
 from verifier.rebuild import rebuild_image
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
@@ -258,16 +258,12 @@ class LocalDockerRunner:
             describe=describe,
         )
 
-    def isolation(
-        self, handle: EngineHandle, *, forbidden_paths: list[Path]
-    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
-        from verifier.isolation import judge_isolation
-
+    def isolation(self, handle: EngineHandle, *, forbidden_paths: list[Path]) -> IsolationEvidence:
         container = self._containers[-1] if self._containers else None
         probe: dict[str, Any] | None = None
         if container is not None:
             probe = self._probe(container, [str(p) for p in forbidden_paths])
-        return judge_isolation(handle.describe(), probe, forbidden_paths)
+        return IsolationEvidence(configuration=handle.describe(), probe=probe)
 
     def _probe(self, container: Any, paths: list[str]) -> dict[str, Any] | None:
         import json

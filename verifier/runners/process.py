@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.challenge import ChallengeSpec
-from schemas.findings import Finding
+from verifier.evidence import IsolationEvidence
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 from verifier.runners.bundle_process import BundleProcess, bundle_process
@@ -169,14 +169,10 @@ class ProcessRunner:
             describe=lambda: {"runner": "process", "pid": proc.pid, "command": cmd},
         )
 
-    def isolation(
-        self, handle: EngineHandle, *, forbidden_paths: list[Path]
-    ) -> tuple[str, str, dict[str, Any], list[Finding]]:
-        return (
-            "skip",
-            "a plain process has no sandbox: the result cannot be VERIFIED",
-            {"runner": "process"},
-            [],
+    def isolation(self, handle: EngineHandle, *, forbidden_paths: list[Path]) -> IsolationEvidence:
+        return IsolationEvidence(
+            no_sandbox="a plain process has no sandbox: the result cannot be VERIFIED",
+            facts={"runner": "process"},
         )
 
     def cleanup(self) -> None:

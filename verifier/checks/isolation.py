@@ -1,20 +1,31 @@
-"""The ``integrity.isolation`` check: is the sandbox really closed?
+"""``integrity.isolation``: is the sandbox really closed?
 
 Two kinds of evidence: the running container's configuration as the Docker engine
 reports it (internal network, no published ports, read-only root, capabilities dropped,
 no-new-privileges, only the weights mounted and read-only), and, where the image has a
 Python, a probe executed inside the container that tries to reach outside addresses,
 resolve a public name, write to the root filesystem and see the held-out files.
+
+The runner gathers both (``Runner.isolation``, ``verifier.evidence.IsolationEvidence``);
+this check judges them and sends nothing. The configuration is the Docker engine's word,
+the verifier's own; the probe runs the image's own python3, so what it reports can only
+add problems, never excuse one. A runner with no sandbox (a plain process, HF Jobs) says
+what is left open: a ``skip``, so the result cannot be VERIFIED. A sandbox that is not
+closed is the verifier's fault, not the entry's: the pipeline fails the run at
+``isolation``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from schemas.check_ids import INTEGRITY_ISOLATION
 from schemas.findings import Finding
+from schemas.report import CheckResult
+from verifier.checks.base import CheckContext, CheckOutcome, skipped, unreliable
 
-CHECK_ID = "integrity.isolation"
+#: the summary when no runner reported on a sandbox (the pipeline always asks one)
+NO_EVIDENCE = "no runner reported on the engine's sandbox"
 
 
 def _config_problems(desc: dict[str, Any]) -> list[str]:
@@ -50,7 +61,7 @@ def _config_problems(desc: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _probe_problems(probe: dict[str, Any], forbidden: list[Path]) -> list[str]:
+def _probe_problems(probe: dict[str, Any]) -> list[str]:
     problems = []
     for target, result in (probe.get("egress") or {}).items():
         if result == "connected":
@@ -65,22 +76,30 @@ def _probe_problems(probe: dict[str, Any], forbidden: list[Path]) -> list[str]:
     return problems
 
 
-def judge_isolation(
-    desc: dict[str, Any], probe: dict[str, Any] | None, forbidden: list[Path]
-) -> tuple[str, str, dict[str, Any], list[Finding]]:
-    problems = _config_problems(desc)
+def isolation(ctx: CheckContext) -> CheckOutcome:
+    evidence = ctx.isolation
+    if evidence is None:
+        return unreliable(INTEGRITY_ISOLATION, NO_EVIDENCE)
+    if evidence.no_sandbox is not None:
+        return skipped(INTEGRITY_ISOLATION, evidence.no_sandbox, dict(evidence.facts))
+    probe = evidence.probe
+    problems = _config_problems(evidence.configuration)
     observed: dict[str, Any] = {"configuration_checked": True, "probe": probe}
     if probe and "error" not in probe:
-        problems += _probe_problems(probe, forbidden)
+        problems += _probe_problems(probe)
         how = "configuration and an in-container probe"
     else:
         how = "configuration only (the image has no python3 for a probe)"
     if problems:
-        findings = [Finding(CHECK_ID, "error", f"sandbox not closed: {p}") for p in problems]
-        return (
+        findings = [
+            Finding(INTEGRITY_ISOLATION, "error", f"sandbox not closed: {p}") for p in problems
+        ]
+        result = CheckResult(
+            INTEGRITY_ISOLATION,
             "fail",
             f"{len(problems)} isolation problem(s) ({how})",
             {**observed, "problems": problems},
-            findings,
         )
-    return "pass", f"no route out, held-out files invisible, root read-only ({how})", observed, []
+        return CheckOutcome(result, findings)
+    summary = f"no route out, held-out files invisible, root read-only ({how})"
+    return CheckOutcome(CheckResult(INTEGRITY_ISOLATION, "pass", summary, observed))
