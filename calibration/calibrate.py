@@ -164,6 +164,18 @@ def margin_rows() -> list[Row]:
         )
         for a, b in pairs
     ]
+    # the same double spenders, forging their scoring of their own answers (the probes):
+    # self-consistency is then silent, and only the reference's judgement is left
+    out += [
+        Row(
+            f"forging spender {a}/{b}",
+            "cheat",
+            engine=doubles.engine_class("ForgedDecodeWindow"),
+            env={"CHEAT_SCORE_WINDOW": str(a), "CHEAT_WINDOW": str(b)},
+            decode_ratio=DECODE_RATIO[f"W={b}"],
+        )
+        for a, b in [(32, 12), (24, 12), (16, 12), (16, 8)]
+    ]
     return out
 
 

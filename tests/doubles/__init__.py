@@ -75,6 +75,7 @@ CATALOGUE: dict[str, Double] = {
     "HonestUntilScored": Double(("integrity.reference-decode",), "decode"),
     "SometimesCheap": Double(("integrity.reference-decode",), "decode"),
     "DecodeWindow": Double(("integrity.reference-decode",), "decode"),
+    "ForgedDecodeWindow": Double(("integrity.reference-decode", "integrity.same-path"), "decode"),
     # replay
     "CachedReplies": Double(("integrity.caching",), "replay", ("cache_replies",)),
     "ReplayCheapControls": Double(

@@ -24,6 +24,11 @@ timed work, judged by its own model):
   decode behind a milder PPL, a double spender of the quality budget
   (``integrity.reference-decode``). It got through on the ``tiny`` challenge until that
   check changed; ``tests/engines/test_cheats.py`` keeps it REJECTED.
+- ``ForgedDecodeWindow``: ``DecodeWindow`` that also forges its scoring of its own answers
+  as ``ForgedChat`` does, so self-consistency (``integrity.same-path``'s self-gap) says
+  nothing and only ``integrity.reference-decode`` judges it. A mild one (scoring with a
+  window of 16, decoding with 12, whose decode alone is over tiny's cap) is VERIFIED:
+  the calibration table keeps it as the known escape (``docs/measurement.md``).
 """
 
 from __future__ import annotations
@@ -185,3 +190,23 @@ class DecodeWindow(BaselineEngine):
         lossy = prompt_logprobs is None
         config.sliding_window = int(os.environ.get("CHEAT_WINDOW", "16")) if lossy else self._window
         return super().start(prompt_ids, sampling, prompt_logprobs)
+
+
+class ForgedDecodeWindow(DecodeWindow):
+    """A double spender that forges its self-consistency too: it decodes with
+    ``CHEAT_WINDOW`` and scores with ``CHEAT_SCORE_WINDOW`` (``DecodeWindow``), remembers
+    its answers, and where a scoring request ends with one of them it lists only the token
+    it generated, as its top (``ForgedChat``'s forgery): the self-gap and the share of
+    tokens that are its own top say nothing then, and only the reference's judgement of
+    the answers (``integrity.reference-decode``) is left."""
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        if not hasattr(self, "_answers"):
+            self._answers: list[tuple[int, ...]] = []
+        gen = super().start(prompt_ids, sampling, prompt_logprobs)
+        if prompt_logprobs is not None:
+            ForgedChat._forge(self, gen)  # type: ignore[arg-type]
+            return gen
+        return recorded(gen, lambda out: self._answers.append(tuple(out)))
