@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import DOUBLES_DIR, REPO_ROOT, import_doubles, machine
+from bench.common import REPO_ROOT, import_doubles, machine
 from calibration import RESULTS_DIR, margins
 from calibration.margins import positions
 
@@ -257,16 +257,7 @@ def make_source(row: Row, where: Path) -> Path:
         ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
     )
     if not row.vllm:
-        engines = src / "engine" / "engines"
-        shutil.copytree(
-            REPO_ROOT / "engines" / "baseline",
-            engines / "baseline",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
-        shutil.copy(REPO_ROOT / "engines" / "__init__.py", engines / "__init__.py")
-        shutil.copytree(
-            DOUBLES_DIR, src / "engine" / "doubles", ignore=shutil.ignore_patterns("__pycache__")
-        )
+        doubles.carry(src / "engine")
     toml = (src / "podium.toml").read_text(encoding="utf-8")
     config = dict(row.config)
     if "DTYPE" in config:

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +89,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def repo_root() -> Iterator[Path]:
     yield REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def cuda() -> Any:
+    """torch, where a CUDA GPU answers; else the test is skipped (the GPU suite,
+    ``bash bench/gpu.sh``)."""
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU on this machine")
+    return torch
+
+
+@pytest.fixture
+def gpu_out(tmp_path: Path) -> Path:
+    """Where a GPU test leaves its results: ``$OUT`` (what a device run brings back), else
+    the test's temporary folder."""
+    return Path(os.environ["OUT"]) if os.environ.get("OUT") else tmp_path

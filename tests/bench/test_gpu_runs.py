@@ -18,25 +18,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module")
-def cuda() -> Any:
-    torch = pytest.importorskip("torch", reason="torch is not installed")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU on this machine")
-    return torch
-
-
-def out_dir(tmp_path: Path) -> Path:
-    return Path(os.environ["OUT"]) if os.environ.get("OUT") else tmp_path
 
 
 def test_the_shipped_tiny_model_scores_the_same_ppl_on_the_gpu(cuda: Any) -> None:
@@ -106,10 +93,12 @@ def test_the_baseline_engine_proves_its_attention_on_the_gpu(cuda: Any) -> None:
         assert check["passed"] or found["serving"] == "eager"
 
 
-def test_the_e4b_shape_decodes_on_the_gpu_under_the_harness(cuda: Any, tmp_path: Path) -> None:
+def test_the_e4b_shape_decodes_on_the_gpu_under_the_harness(
+    cuda: Any, tmp_path: Path, gpu_out: Path
+) -> None:
     from bench import gpu_e4b
 
-    out = out_dir(tmp_path)
+    out = gpu_out
     code = gpu_e4b.main(["--out", str(out), "--workdir", str(tmp_path / "e4b")])
     result = json.loads((out / "gpu_e4b.json").read_text())
     harness = result["harness"]

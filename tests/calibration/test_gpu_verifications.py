@@ -26,18 +26,6 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def cuda() -> Any:
-    torch = pytest.importorskip("torch", reason="torch is not installed")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU on this machine")
-    return torch
-
-
-def out_dir(tmp_path: Path) -> Path:
-    return Path(os.environ["OUT"]) if os.environ.get("OUT") else tmp_path
-
-
 def _gpu_rows() -> list[Any]:
     from calibration import gpu_verify
 
@@ -51,13 +39,13 @@ def _id(name: str) -> str:
 
 @pytest.mark.parametrize("row", _gpu_rows())
 def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
-    cuda: Any, tmp_path: Path, row: Any
+    cuda: Any, gpu_out: Path, row: Any
 ) -> None:
     """One row of ``calibration/gpu_verify.py``: its runs are added to ``$OUT/gpu_verify.json``
     (``--append``), so the rows of one pytest call, or of several, gather there."""
     from calibration import gpu_verify
 
-    out = out_dir(tmp_path)
+    out = gpu_out
     code = gpu_verify.main(["--out", str(out), "--only", row.name, "--append"])
     runs = [r for r in json.loads((out / gpu_verify.RESULT).read_text())["runs"]]
     mine = [r for r in runs if r["name"] == row.name]
@@ -73,13 +61,13 @@ def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
     assert code == 0
 
 
-def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, tmp_path: Path) -> None:
+def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, gpu_out: Path) -> None:
     """Issue 26's rows on the GPU, once each (``PODIUM_MARGIN_ROWS`` names a subset,
     comma-separated): every honest row inside the cap at or below half of every
     allowance, every double spender over the cap at or above 1.5 times one."""
     from calibration import gpu_verify, margins
 
-    out = out_dir(tmp_path) / "margins"
+    out = gpu_out / "margins"
     only = os.environ.get("PODIUM_MARGIN_ROWS", "")
     args = ["--out", str(out), "--margins", "--runs", "1", "--append"]
     gpu_verify.main(args + (["--only", only] if only else []))

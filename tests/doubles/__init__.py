@@ -27,7 +27,9 @@ This module is imported inside engine containers: standard library only.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -108,3 +110,15 @@ def engine_class(name: str) -> str:
     if module is None:
         raise KeyError(f"{name} has no torch double, only a fake engine switch")
     return f"doubles.{module}:{name}"
+
+
+def carry(engine_dir: Path) -> None:
+    """Put what a bundle needs to serve these doubles into its ``engine/`` folder: podium's
+    baseline engine (``engines/baseline``) and this package (``doubles``), both importable
+    from ``engine/`` (the example Dockerfile's ``PYTHONPATH``, the process runner's too)."""
+    repo = Path(__file__).resolve().parents[2]
+    skip = shutil.ignore_patterns("__pycache__")
+    engines = engine_dir / "engines"
+    shutil.copytree(repo / "engines" / "baseline", engines / "baseline", ignore=skip)
+    shutil.copy(repo / "engines" / "__init__.py", engines / "__init__.py")
+    shutil.copytree(Path(__file__).resolve().parent, engine_dir / "doubles", ignore=skip)

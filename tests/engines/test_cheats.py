@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from doubles import engine_class
+from doubles import carry, engine_class
 from doubles.sandbox import VerifyingSandbox
 
 from schemas.challenge import load_challenge
@@ -52,18 +52,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         src,
         ignore=shutil.ignore_patterns("manifest.json", "engine-config.json"),
     )
-    engines = src / "engine" / "engines"
-    shutil.copytree(
-        REPO / "engines" / "baseline",
-        engines / "baseline",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
-    shutil.copytree(
-        REPO / "tests" / "doubles",
-        src / "engine" / "doubles",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    carry(src / "engine")
     packaged = package(src, src.parent / "dist", build=False)
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
     return packaged.bundle.path

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from doubles import engine_class
+from doubles import carry, engine_class
 
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
@@ -42,18 +42,7 @@ def make_bundle(tmp: Path, name: str, env: dict[str, str] | None = None) -> Path
     toml = (src / "podium.toml").read_text()
     toml = toml.replace('entry = "tiny-baseline"', f'entry = "{name}"')
     if env:
-        engines = src / "engine" / "engines"
-        shutil.copytree(
-            REPO / "engines" / "baseline",
-            engines / "baseline",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
-        shutil.copy(REPO / "engines" / "__init__.py", engines / "__init__.py")
-        shutil.copytree(
-            REPO / "tests" / "doubles",
-            src / "engine" / "doubles",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
+        carry(src / "engine")
         lines = "".join(f'{k} = "{v}"\n' for k, v in env.items())
         toml = toml.replace("[engine.env]\n", "[engine.env]\n" + lines)
     (src / "podium.toml").write_text(toml)
