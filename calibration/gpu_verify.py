@@ -321,6 +321,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="calibration.calibrate's margin rows (undeclared approximations, double spenders) "
         "instead of the honest rows and cheats; each runs --runs times",
     )
+    parser.add_argument(
+        "--first-run",
+        type=int,
+        default=1,
+        help="number the runs from here (a third run of a row measured twice before is "
+        "--runs 1 --first-run 3)",
+    )
     parser.add_argument("--append", action="store_true", help="keep the runs already in --out")
     parser.add_argument("--merge", type=Path, nargs="+", help="gather these result files")
     parser.add_argument("--note", default="", help="what --merge's results were run on")
@@ -343,7 +350,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         (row, run)
         for row in chosen
         for run in range(
-            1, (args.runs if row.kind == "honest" or args.margins else args.cheat_runs) + 1
+            args.first_run,
+            args.first_run
+            + (args.runs if row.kind == "honest" or args.margins else args.cheat_runs),
         )
     ]
     results: list[dict[str, Any]] = []
