@@ -178,9 +178,8 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
     text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
     quality = json.loads(spec.read_text())["quality"]
     model_ppl = float(quality["reference_ppl"])
-    summary = summarise(
-        row, report, model_ppl=model_ppl, cap=model_ppl * float(quality["max_ratio"]), log=text
-    )
+    cap = model_ppl * float(quality["max_ratio"])
+    summary = summarise(row, report, model_ppl=model_ppl, cap=cap, log=text)
     failing = [
         {"id": c["id"], "status": c["status"], "summary": c["summary"]}
         for c in report.get("checks", [])
@@ -190,7 +189,7 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
         (c for c in report.get("checks", []) if c.get("id") == "reference.self-test"), None
     )
     attention = [line for line in text.splitlines() if line.startswith("attention self-test")]
-    return {
+    result = {
         **summary,
         "run": run,
         "exit_code": done.returncode,
@@ -199,18 +198,28 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
         "failing_checks": failing,
         "reference_self_test": (self_test or {}).get("details"),
         "engine_attention": attention[-1] if attention else None,
-        "ok": _ok(row, summary, failing),
     }
+    return {**result, "ok": _ok(result, cap)}
 
 
-def _ok(row: Row, summary: dict[str, Any], failing: list[dict[str, Any]]) -> bool:
-    """A cheat is REJECTED; an honest run has no failing check and no failure. A replaying
-    cheat on a stream that never repeats a prompt had nothing to replay: it computed every
-    token, so it is judged as an honest engine (``calibration.calibrate.expectation``)."""
-    honest = summary["failure"] is None and not failing and summary["verdict"] != "REJECTED"
-    if row.kind == "cheat" and not (row.replays and summary.get("no_repeat")):
-        return summary["verdict"] == "REJECTED"
-    return bool(honest)
+def _ok(result: dict[str, Any], cap: float) -> bool:
+    """A cheat is REJECTED; an honest run has no failing check and no failure, except an
+    honest approximation whose PPL is over the cap, which ``ppl.cap`` alone must reject. A
+    replaying cheat on a stream that never repeats a prompt had nothing to replay: it
+    computed every token, so it is judged as an honest engine
+    (``calibration.calibrate.expectation``). Judged on a run's stored summary, so that
+    ``--merge`` judges runs of earlier calls by the same rule."""
+    failing = [f["id"] for f in result.get("failing_checks") or []]
+    if result["kind"] == "cheat" and not (result.get("replays") and result.get("no_repeat")):
+        return bool(result["verdict"] == "REJECTED")
+    if result.get("ppl") is not None and result["ppl"] > cap:
+        return result["verdict"] == "REJECTED" and failing == ["ppl.cap"]
+    return result.get("failure") is None and not failing and result["verdict"] != "REJECTED"
+
+
+def _tiny_cap() -> float:
+    quality = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())["quality"]
+    return float(quality["reference_ppl"]) * float(quality["max_ratio"])
 
 
 def _busy(result: dict[str, Any]) -> bool:
@@ -422,7 +431,8 @@ def merge(documents: list[dict[str, Any]], note: str) -> dict[str, Any]:
     """One results document from the documents of several calls (in the order given):
     their runs gathered, a later run of a row and number replacing an earlier one, each run
     stamped with the commit its call measured (calls of one gathering may span commits:
-    the table names each row's), each call's command and machine kept."""
+    the table names each row's), each call's command and machine kept; each run judged again
+    by today's rule (``_ok``)."""
     if not documents:
         raise ValueError("nothing to merge")
     parts = []
@@ -430,7 +440,13 @@ def merge(documents: list[dict[str, Any]], note: str) -> dict[str, Any]:
         sha = d.get("machine", {}).get("git_sha") or d.get("git_sha")
         if not sha:
             raise ValueError(f"a results file names no commit: {d.get('command')!r}")
-        parts.append([{"git_sha": sha, **r} for r in d["runs"]])
+        cap = _tiny_cap()
+        parts.append(
+            [
+                {"git_sha": sha, **r, **({} if "error" in r else {"ok": _ok(r, cap)})}
+                for r in d["runs"]
+            ]
+        )
     return {
         "machine": documents[-1]["machine"],
         "note": note or f"{len(documents)} calls",
