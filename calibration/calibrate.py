@@ -579,6 +579,25 @@ def margin_section(result: dict[str, Any]) -> str:
     if not rows_:
         return ""
     cap_ratio = result["cap"] / result["model_ppl"]
+    return f"""
+### Trust margins: undeclared approximations and double spenders
+
+`{COMMAND} --only` with the names of `margin_rows()` (`calibration/calibrate.py`; positions by
+`calibration/margins.py`). *Honest* rows run `doubles.honest:Undeclared`: the approximation on
+every path, not declared, so the reference runs the unmodified model and judges it by
+the budget. *Cheat* rows run `doubles.decode:DecodeWindow`: scoring with window
+`CHEAT_SCORE_WINDOW`, decoding with the harsher `CHEAT_WINDOW` (*forging*:
+`doubles.decode:ForgedDecodeWindow`, which also scores its own answers with its decode
+model). *Decode alone* is the PPL ratio of the model it decodes with (the `W=` rows above;
+the cap is {cap_ratio:.2f}). Each bound column is the row's value over what the bound
+allows (1 = the bound); `–`: not judged.
+
+{separation_text(rows_, cap_ratio)}"""
+
+
+def separation_text(rows_: list[dict[str, Any]], cap_ratio: float) -> str:
+    """Margin rows as a table of positions, the highest and lowest position at each bound,
+    and whether the rows sit apart (``calibration.margins.separation``)."""
     sep = margins.separation(rows_, cap_ratio)
     per = sep["per_bound"]
 
@@ -593,19 +612,7 @@ def margin_section(result: dict[str, Any]) -> str:
     deciding = ", ".join(
         f"{name}: `{d['bound']}` {pos(d['position'])}" for name, d in sep["deciding"].items()
     )
-    return f"""
-### Trust margins: undeclared approximations and double spenders
-
-`{COMMAND} --only` with the names of `margin_rows()` (`calibration/calibrate.py`; positions by
-`calibration/margins.py`). *Honest* rows run `doubles.honest:Undeclared`: the approximation on
-every path, not declared, so the reference runs the unmodified model and judges it by
-the budget. *Cheat* rows run `doubles.decode:DecodeWindow`: scoring with window
-`CHEAT_SCORE_WINDOW`, decoding with the harsher `CHEAT_WINDOW`. *Decode alone* is the
-PPL ratio of the model it decodes with (the `W=` rows above; the cap is
-{cap_ratio:.2f}). Each bound column is the row's value over what the bound allows
-(1 = the bound); `–`: not judged.
-
-{margins.markdown_table(rows_, cap_ratio)}
+    return f"""{margins.markdown_table(rows_, cap_ratio)}
 Per bound, the highest position of an honest row inside the cap and the lowest and
 highest of a double spender whose decode alone breaks the cap:
 

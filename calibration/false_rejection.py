@@ -5,6 +5,7 @@
     python -m calibration.false_rejection --runs 20 --example tiny-vllm
     python -m calibration.false_rejection --runs 20 --undeclared   # issue 26's honest rows
     python -m calibration.false_rejection --runs 20 --undeclared "undeclared W=16,undeclared int8"
+    python -m calibration.false_rejection --positions   # those runs under today's allowances
 
 Each run is the real pipeline on the tiny challenge exactly as an organizer runs it: the
 sample submission packaged once, rebuilt without cache, run in the Docker sandbox, the
@@ -51,6 +52,10 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
         "reference_decode_mean_gap": detail("integrity.reference-decode", "mean_gap"),
         "reference_decode_large_gap_share": detail("integrity.reference-decode", "large_gap_share"),
         "reference_decode_max_gap": detail("integrity.reference-decode", "max_gap"),
+        "reference_decode_worst_answer": (
+            detail("integrity.reference-decode", "worst_answer") or {}
+        ).get("mean_gap"),
+        "scoring_loss": (detail("integrity.reference-decode", "allowance") or {}).get("excess"),
         "ppl_delta_low": detail("ppl.reference-mismatch", "lowest_delta_nats"),
         "ppl_delta_high": detail("ppl.reference-mismatch", "highest_delta_nats"),
         "caching_speedup": detail("integrity.caching", "speedup"),
@@ -213,6 +218,49 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def positions(result: dict[str, Any], calibration: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per undeclared row of a ``--undeclared`` result: the largest mean gap and share over
+    1 nat of its runs, and where they sit under the reference decode's allowances as the
+    tiny spec ships them now. The scoring loss e is the run's own where it was recorded,
+    else that of the calibration row with the same knobs (e is the same from run to run on
+    tiny: every PPL record is scored)."""
+    settings = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())[
+        "integrity"
+    ]["reference_decode"]
+    known = {
+        json.dumps(r.get("env"), sort_keys=True): (r.get("allowance") or {}).get("excess")
+        for r in calibration.get("rows", [])
+    }
+    out = []
+    for name, row in result["rows"].items():
+        per_run = row["per_run"]
+        fallback = known.get(json.dumps(row["env"], sort_keys=True))
+        means, larges = [], []
+        for r in per_run:
+            e = r.get("scoring_loss", fallback)
+            if e is None or r.get("reference_decode_mean_gap") is None:
+                continue
+            mean_allowed = settings["excess_factor"] * e + settings["mean_margin_nats"]
+            large_allowed = settings["large_share"] + settings["large_share_factor"] * e
+            means.append((r["reference_decode_mean_gap"] / mean_allowed, r))
+            larges.append(r["reference_decode_large_gap_share"] / large_allowed)
+        if not means:
+            continue
+        worst, run = max(means, key=lambda m: m[0])
+        out.append(
+            {
+                "row": name,
+                "runs": len(per_run),
+                "verdicts": row["verdicts"],
+                "largest_mean_gap": run["reference_decode_mean_gap"],
+                "e": run.get("scoring_loss", fallback),
+                "decode_mean": worst,
+                "decode_large": max(larges),
+            }
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m calibration.false_rejection", description=__doc__
@@ -229,7 +277,26 @@ def main(argv: list[str] | None = None) -> int:
         help="run the honest undeclared approximations of calibration.calibrate.margin_rows() "
         "(inside the cap, or the comma-separated names given) instead of the sample",
     )
+    parser.add_argument(
+        "--positions",
+        action="store_true",
+        help="print where the recorded --undeclared runs sit under the allowances shipped now",
+    )
     args = parser.parse_args(argv)
+    if args.positions:
+        source = args.out or RESULTS_DIR / "false_rejection-undeclared.json"
+        calibration = json.loads((RESULTS_DIR / "calibration.json").read_text())
+        found = positions(json.loads(source.read_text()), calibration)
+        print(
+            "| row | runs | verdicts | largest mean gap | e | mean / allowed | > 1 nat / allowed |"
+        )
+        print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+        for p in found:
+            print(
+                f"| {p['row']} | {p['runs']} | {p['verdicts']} | {p['largest_mean_gap']:.4f} "
+                f"| {p['e']:.4f} | {p['decode_mean']:.2f} | {p['decode_large']:.2f} |"
+            )
+        return 0
     if args.undeclared is not None:
         result = {"machine": machine(), **run_undeclared(args)}
         target = args.out or RESULTS_DIR / "false_rejection-undeclared.json"

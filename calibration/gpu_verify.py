@@ -44,8 +44,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, machine
-from calibration import RESULTS_DIR
-from calibration.calibrate import GPU_HEADING, Row, doubles, make_source, margin_rows, summarise
+from calibration import RESULTS_DIR, margins
+from calibration.calibrate import (
+    GPU_HEADING,
+    Row,
+    doubles,
+    make_source,
+    margin_rows,
+    separation_text,
+    summarise,
+)
 
 ZERO_DIGEST = "sha256:" + "0" * 64
 RESULT = "gpu_verify.json"
@@ -295,6 +303,31 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def margins_text(doc: dict[str, Any]) -> str:
+    """The trust-margin rows among the runs (``--margins``), one line per run, each
+    position under the exchange rates the spec ships now (``calibration.margins.at_rates``
+    on the recorded gaps and e), and their separation."""
+    decode_ratio = {r.name: r.decode_ratio for r in margin_rows()}
+    spec = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
+    settings = spec["integrity"]["reference_decode"]
+    runs = [  # a margin row run among the honest rows (``rows()``) counts as one too
+        margins.at_rates({**r, "decode_ratio": decode_ratio[r["name"]]}, settings)
+        for r in doc["runs"]
+        if r["name"] in decode_ratio and "error" not in r
+    ]
+    if not runs:
+        return ""
+    return (
+        "\n**Trust margins on the GPU** (`python -m calibration.gpu_verify --margins`): the "
+        "rows of the CPU's trust-margin table above, one line per run, each position recomputed "
+        "under the exchange rates the spec ships now from the run's recorded gaps and e; "
+        "*verdict* is the run's own, under the rates of its commit (`excess_factor` 6 at "
+        "1eb422c: forging spender 32/12, REJECTED then at 1.36 of the mean's allowance, sits "
+        "at 0.96 of today's and would pass).\n\n"
+        + separation_text(runs, float(spec["quality"]["max_ratio"]))
+    )
+
+
 def write_table(doc: dict[str, Any]) -> None:
     text = DOCS.read_text(encoding="utf-8")
     start = text.index(HEADING)
@@ -312,7 +345,10 @@ def write_table(doc: dict[str, Any]) -> None:
         "spec ships today (the same gaps and e, today's exchange rates); *reference "
         "attention* is what the reference's self-test found (tested → served); *commit* is "
         "the tree each row's runs measured. Runs made unclean by a neighbour's engine "
-        "(`--jobs`, `env.gpu-busy`) were re-run alone and are not counted.\n\n" + table(doc) + "\n"
+        "(`--jobs`, `env.gpu-busy`) were re-run alone and are not counted.\n\n"
+        + table(doc)
+        + "\n"
+        + margins_text(doc)
     )
     DOCS.write_text(text[:start] + body + text[end:], encoding="utf-8")
 
@@ -443,7 +479,7 @@ def merge(documents: list[dict[str, Any]], note: str) -> dict[str, Any]:
         cap = _tiny_cap()
         parts.append(
             [
-                {"git_sha": sha, **r, **({} if "error" in r else {"ok": _ok(r, cap)})}
+                {"git_sha": sha, **r, **({"ok": _ok(r, cap)} if "verdict" in r else {})}
                 for r in d["runs"]
             ]
         )

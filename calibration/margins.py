@@ -72,6 +72,32 @@ def positions(report: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
+def at_rates(summary: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with its reference-decode positions recomputed from its recorded gaps and
+    scoring loss e under ``settings`` (a spec's ``integrity.reference_decode``): how a run
+    measured under earlier exchange rates sits under the rates shipped now. The same-path
+    positions do not depend on those rates and are kept."""
+    e = (summary.get("allowance") or {}).get("excess")
+    if not isinstance(e, int | float):
+        return summary
+    bounds = dict(summary.get("bounds") or {})
+    allowed = {
+        "decode_mean": float(settings["excess_factor"]) * e + float(settings["mean_margin_nats"]),
+        "decode_answer": float(settings["answer_margin_nats"])
+        + float(settings["answer_factor"]) * e,
+        "decode_large": float(settings["large_share"]) + float(settings["large_share_factor"]) * e,
+    }
+    recorded = {
+        "decode_mean": summary.get("mean_gap"),
+        "decode_answer": summary.get("worst_answer_gap"),
+        "decode_large": summary.get("large_gap_share"),
+    }
+    for key, value in recorded.items():
+        if value is not None:
+            bounds[key] = _ratio(value, allowed[key])
+    return {**summary, "bounds": bounds}
+
+
 def inside_cap(summary: dict[str, Any], cap_ratio: float) -> bool:
     ratio = summary.get("ppl_ratio")
     return isinstance(ratio, int | float) and ratio <= cap_ratio

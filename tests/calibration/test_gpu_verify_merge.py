@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.gpu_verify import merge
+from calibration.gpu_verify import _tiny_cap, merge
 
 
 def _doc(sha: str, command: str, *runs: tuple[str, str, int, bool]) -> dict[str, object]:
@@ -46,3 +46,23 @@ def test_merge_stamps_each_run_with_the_commit_its_call_measured() -> None:
 def test_merge_refuses_a_file_that_names_no_commit() -> None:
     with pytest.raises(ValueError, match="names no commit"):
         merge([_doc("", "x")], "")
+
+
+def _judged(kind: str, verdict: str, ppl: float, failing: list[str]) -> dict[str, object]:
+    run = {"name": "row", "kind": kind, "run": 1, "ok": False, "verdict": verdict, "ppl": ppl}
+    return {**run, "failure": None, "failing_checks": [{"id": f} for f in failing]}
+
+
+def test_merge_judges_an_honest_approximation_over_the_cap_by_the_cap_alone() -> None:
+    over = _tiny_cap() * 1.3
+    cases = [
+        (_judged("honest", "REJECTED", over, ["ppl.cap"]), True),
+        (_judged("honest", "REJECTED", over, ["ppl.cap", "integrity.same-path"]), False),
+        (_judged("honest", "REJECTED", 23.4, ["integrity.same-path"]), False),
+        (_judged("honest", "UNOFFICIAL", 23.4, []), True),
+        (_judged("cheat", "UNOFFICIAL", 23.4, []), False),
+        (_judged("cheat", "REJECTED", over, ["ppl.cap"]), True),
+    ]
+    for run, ok in cases:
+        doc = {"machine": {"git_sha": "abc"}, "command": "x", "runs": [run]}
+        assert merge([doc], "")["runs"][0]["ok"] is ok, run

@@ -94,3 +94,27 @@ def test_the_margin_rows_are_honest_undeclared_approximations_and_double_spender
     assert any(r.decode_ratio and r.decode_ratio > CAP_RATIO for r in spenders)
     assert all(int(r.env["CHEAT_SCORE_WINDOW"]) > int(r.env["CHEAT_WINDOW"]) for r in spenders)
     assert {r.name for r in rows} <= {r.name for r in calibrate.rows()}
+
+
+def test_at_rates_puts_recorded_gaps_under_the_exchange_rates_given() -> None:
+    summary = {
+        "mean_gap": 0.05,
+        "worst_answer_gap": 0.2,
+        "large_gap_share": 0.01,
+        "allowance": {"excess": 0.0124},
+        "bounds": {"decode_mean": 0.59, "self_gap": 0.0},
+    }
+    settings = {
+        "excess_factor": 9.0,
+        "mean_margin_nats": 0.01,
+        "answer_margin_nats": 0.4,
+        "answer_factor": 8.0,
+        "large_share": 0.02,
+        "large_share_factor": 1.0,
+    }
+    bounds = margins.at_rates(summary, settings)["bounds"]
+    assert bounds["decode_mean"] == pytest.approx(0.05 / (9 * 0.0124 + 0.01))
+    assert bounds["decode_answer"] == pytest.approx(0.2 / (0.4 + 8 * 0.0124))
+    assert bounds["decode_large"] == pytest.approx(0.01 / (0.02 + 0.0124))
+    assert bounds["self_gap"] == 0.0
+    assert margins.at_rates({"bounds": {}}, settings) == {"bounds": {}}

@@ -1,0 +1,55 @@
+"""``calibration.false_rejection --positions``: recorded honest runs under today's allowances."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.common import REPO_ROOT
+from calibration.false_rejection import positions
+
+SETTINGS = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())["integrity"][
+    "reference_decode"
+]
+
+
+def _run(mean_gap: float, large: float, e: float | None = None) -> dict[str, object]:
+    run: dict[str, object] = {
+        "reference_decode_mean_gap": mean_gap,
+        "reference_decode_large_gap_share": large,
+    }
+    return run if e is None else {**run, "scoring_loss": e}
+
+
+def test_the_worst_run_of_a_row_is_placed_under_the_allowances_shipped_now() -> None:
+    env = {"UNDECLARED_WINDOW": "24"}
+    result = {
+        "rows": {
+            "undeclared W=24": {
+                "env": env,
+                "verdicts": {"VERIFIED": 2},
+                "per_run": [_run(0.02, 0.01), _run(0.05, 0.015)],
+            }
+        }
+    }
+    calibration = {"rows": [{"env": env, "allowance": {"excess": 0.0124}}]}
+    [row] = positions(result, calibration)
+    mean_allowed = SETTINGS["excess_factor"] * 0.0124 + SETTINGS["mean_margin_nats"]
+    large_allowed = SETTINGS["large_share"] + SETTINGS["large_share_factor"] * 0.0124
+    assert row["largest_mean_gap"] == 0.05
+    assert row["decode_mean"] == pytest.approx(0.05 / mean_allowed)
+    assert row["decode_large"] == pytest.approx(0.015 / large_allowed)
+
+
+def test_a_runs_own_scoring_loss_is_preferred_to_the_calibration_rows() -> None:
+    result = {
+        "rows": {
+            "r": {"env": {}, "verdicts": {}, "per_run": [_run(0.03, 0.0, e=0.0366)]},
+        }
+    }
+    [row] = positions(result, {"rows": [{"env": {}, "allowance": {"excess": 0.0}}]})
+    assert row["e"] == 0.0366
+    assert row["decode_mean"] == pytest.approx(
+        0.03 / (SETTINGS["excess_factor"] * 0.0366 + SETTINGS["mean_margin_nats"])
+    )
