@@ -14,7 +14,17 @@ machine's description, engine processes, busy neighbours) is ``bench.common``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 #: where the calibration scripts write their results (``bench/results/`` is the benchmarks')
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+#: the tiny challenge as shipped: what every calibration row is judged by
+TINY_SPEC = Path(__file__).resolve().parents[1] / "podium" / "data" / "challenges" / "tiny.json"
+
+
+def tiny_spec() -> dict[str, Any]:
+    """The shipped tiny spec, as JSON."""
+    return dict(json.loads(TINY_SPEC.read_text(encoding="utf-8")))

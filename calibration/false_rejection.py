@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, busy_neighbours, machine
-from calibration import RESULTS_DIR
+from calibration import RESULTS_DIR, tiny_spec
+from verifier.checks.reference import decode_allowances
 
 
 def _margins(report: dict[str, Any]) -> dict[str, Any]:
@@ -224,9 +225,7 @@ def positions(result: dict[str, Any], calibration: dict[str, Any]) -> list[dict[
     tiny spec ships them now. The scoring loss e is the run's own where it was recorded,
     else that of the calibration row with the same knobs (e is the same from run to run on
     tiny: every PPL record is scored)."""
-    settings = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())[
-        "integrity"
-    ]["reference_decode"]
+    settings = tiny_spec()["integrity"]["reference_decode"]
     known = {
         json.dumps(r.get("env"), sort_keys=True): (r.get("allowance") or {}).get("excess")
         for r in calibration.get("rows", [])
@@ -240,8 +239,7 @@ def positions(result: dict[str, Any], calibration: dict[str, Any]) -> list[dict[
             e = r.get("scoring_loss", fallback)
             if e is None or r.get("reference_decode_mean_gap") is None:
                 continue
-            mean_allowed = settings["excess_factor"] * e + settings["mean_margin_nats"]
-            large_allowed = settings["large_share"] + settings["large_share_factor"] * e
+            mean_allowed, _, large_allowed = decode_allowances(e, settings)
             means.append((r["reference_decode_mean_gap"] / mean_allowed, r))
             larges.append(r["reference_decode_large_gap_share"] / large_allowed)
         if not means:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, machine
-from calibration import RESULTS_DIR, margins
+from calibration import RESULTS_DIR, margins, tiny_spec
 from calibration.calibrate import (
     GPU_HEADING,
     Row,
@@ -54,6 +54,7 @@ from calibration.calibrate import (
     separation_text,
     summarise,
 )
+from verifier.checks.reference import decode_allowances
 
 ZERO_DIGEST = "sha256:" + "0" * 64
 RESULT = "gpu_verify.json"
@@ -105,7 +106,7 @@ def gpu_spec(where: Path) -> Path:
     """The tiny spec with this machine's GPU as its hardware and the reference on cuda."""
     import torch
 
-    spec = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
+    spec = tiny_spec()
     spec["title"] = "Tiny Gemma (GPU variant, calibration.gpu_verify)"
     spec["hardware"] = {
         "accelerator": "gpu",
@@ -226,7 +227,7 @@ def _ok(result: dict[str, Any], cap: float) -> bool:
 
 
 def _tiny_cap() -> float:
-    quality = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())["quality"]
+    quality = tiny_spec()["quality"]
     return float(quality["reference_ppl"]) * float(quality["max_ratio"])
 
 
@@ -240,16 +241,11 @@ DOCS = REPO_ROOT / "docs" / "benchmarks.md"
 RESULTS = RESULTS_DIR / RESULT
 
 
-def _spec_bounds() -> dict[str, float]:
-    spec = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
-    return {k: float(v) for k, v in spec["integrity"]["reference_decode"].items() if k != "enabled"}
-
-
 def table(doc: dict[str, Any]) -> str:
     """The GPU rows as markdown, one line per row (runs gathered), with each honest row's
     decode positions under the bounds the spec ships now, recomputed from the recorded gaps
     and scoring loss e (``integrity.reference_decode``'s arithmetic)."""
-    b = _spec_bounds()
+    settings = tiny_spec()["integrity"]["reference_decode"]
     rows: dict[str, list[dict[str, Any]]] = {}
     for r in doc["runs"]:
         rows.setdefault(r["name"], []).append(r)
@@ -269,12 +265,12 @@ def table(doc: dict[str, Any]) -> str:
         first = runs[0]
         excess = [(r.get("allowance") or {}).get("excess") or 0.0 for r in runs]
         mean_pos = [
-            (r["mean_gap"] or 0.0) / (b["mean_margin_nats"] + b["excess_factor"] * e)
+            (r["mean_gap"] or 0.0) / decode_allowances(e, settings)[0]
             for r, e in zip(runs, excess, strict=True)
             if r.get("mean_gap") is not None
         ]
         answer_pos = [
-            (r["worst_answer_gap"] or 0.0) / (b["answer_margin_nats"] + b["answer_factor"] * e)
+            (r["worst_answer_gap"] or 0.0) / decode_allowances(e, settings)[1]
             for r, e in zip(runs, excess, strict=True)
             if r.get("worst_answer_gap") is not None
         ]
@@ -308,7 +304,7 @@ def margins_text(doc: dict[str, Any]) -> str:
     position under the exchange rates the spec ships now (``calibration.margins.at_rates``
     on the recorded gaps and e), and their separation."""
     decode_ratio = {r.name: r.decode_ratio for r in margin_rows()}
-    spec = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
+    spec = tiny_spec()
     settings = spec["integrity"]["reference_decode"]
     runs = [  # a margin row run among the honest rows (``rows()``) counts as one too
         margins.at_rates({**r, "decode_ratio": decode_ratio[r["name"]]}, settings)
@@ -321,9 +317,7 @@ def margins_text(doc: dict[str, Any]) -> str:
         "\n**Trust margins on the GPU** (`python -m calibration.gpu_verify --margins`): the "
         "rows of the CPU's trust-margin table above, one line per run, each position recomputed "
         "under the exchange rates the spec ships now from the run's recorded gaps and e; "
-        "*verdict* is the run's own, under the rates of its commit (`excess_factor` 6 at "
-        "1eb422c: forging spender 32/12, REJECTED then at 1.36 of the mean's allowance, sits "
-        "at 0.96 of today's and would pass).\n\n"
+        "*verdict* is the run's own, under the rates of its commit.\n\n"
         + separation_text(runs, float(spec["quality"]["max_ratio"]))
     )
 

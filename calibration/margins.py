@@ -20,6 +20,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from verifier.checks.reference import decode_allowances
+
 #: honest rows inside the cap sit at or below this share of every allowance
 HONEST_MAX = 0.5
 #: a double spender over the cap sits at or above this multiple of some allowance
@@ -81,12 +83,8 @@ def at_rates(summary: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any
     if not isinstance(e, int | float):
         return summary
     bounds = dict(summary.get("bounds") or {})
-    allowed = {
-        "decode_mean": float(settings["excess_factor"]) * e + float(settings["mean_margin_nats"]),
-        "decode_answer": float(settings["answer_margin_nats"])
-        + float(settings["answer_factor"]) * e,
-        "decode_large": float(settings["large_share"]) + float(settings["large_share_factor"]) * e,
-    }
+    mean, answer, large_share = decode_allowances(float(e), settings)
+    allowed = {"decode_mean": mean, "decode_answer": answer, "decode_large": large_share}
     recorded = {
         "decode_mean": summary.get("mean_gap"),
         "decode_answer": summary.get("worst_answer_gap"),

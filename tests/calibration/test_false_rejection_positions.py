@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from bench.common import REPO_ROOT
+from calibration import tiny_spec
 from calibration.false_rejection import positions
 
-SETTINGS = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())["integrity"][
-    "reference_decode"
-]
+SETTINGS = tiny_spec()["integrity"]["reference_decode"]
 
 
 def _run(mean_gap: float, large: float, e: float | None = None) -> dict[str, object]:

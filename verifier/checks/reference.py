@@ -117,14 +117,26 @@ def allowance(
     within_cap = ppl is None or not math.isfinite(ppl.value) or ppl.value <= spec.quality.cap
     if budget is not None and within_cap:
         e = min(e, budget)
+    mean, answer, large_share = decode_allowances(e, settings)
     return Allowance(
         excess=e,
         source=source,
         budget=budget,
-        mean=float(settings["excess_factor"]) * e + float(settings["mean_margin_nats"]),
-        answer=float(settings["answer_margin_nats"]) + float(settings["answer_factor"]) * e,
-        large_share=float(settings["large_share"]) + float(settings["large_share_factor"]) * e,
+        mean=mean,
+        answer=answer,
+        large_share=large_share,
         large_gap=float(settings["large_gap_nats"]),
+    )
+
+
+def decode_allowances(e: float, settings: dict[str, Any]) -> tuple[float, float, float]:
+    """What the reference decode allows for a scoring loss ``e`` under ``settings`` (a
+    spec's ``integrity.reference_decode``): the mean gap, one answer's mean gap, and the
+    share of tokens over ``large_gap_nats``."""
+    return (
+        float(settings["excess_factor"]) * e + float(settings["mean_margin_nats"]),
+        float(settings["answer_margin_nats"]) + float(settings["answer_factor"]) * e,
+        float(settings["large_share"]) + float(settings["large_share_factor"]) * e,
     )
 
 
