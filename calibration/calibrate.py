@@ -176,6 +176,18 @@ def margin_rows() -> list[Row]:
         )
         for a, b in [(32, 12), (24, 12), (16, 12), (16, 8)]
     ]
+    # and routing by the request's shape, remembering nothing: a restarted engine asked
+    # to score its answers would answer as this one does
+    out += [
+        Row(
+            f"routing spender {a}/{b}",
+            "cheat",
+            engine=doubles.engine_class("RoutedDecodeWindow"),
+            env={"CHEAT_SCORE_WINDOW": str(a), "CHEAT_WINDOW": str(b)},
+            decode_ratio=DECODE_RATIO[f"W={b}"],
+        )
+        for a, b in [(32, 12), (24, 12), (16, 12), (16, 8)]
+    ]
     return out
 
 

@@ -88,7 +88,11 @@ def test_the_margin_rows_are_honest_undeclared_approximations_and_double_spender
     honest = [r for r in rows if r.kind == "honest"]
     spenders = [r for r in rows if r.kind == "cheat"]
     assert {r.engine for r in honest} == {"doubles.honest:Undeclared"}
-    engines = {"doubles.decode:DecodeWindow", "doubles.decode:ForgedDecodeWindow"}
+    engines = {
+        "doubles.decode:DecodeWindow",
+        "doubles.decode:ForgedDecodeWindow",
+        "doubles.decode:RoutedDecodeWindow",
+    }
     assert {r.engine for r in spenders} == engines
     # pairs whose decode alone breaks the cap are among them, and every one scores milder
     assert any(r.decode_ratio and r.decode_ratio > CAP_RATIO for r in spenders)

@@ -78,6 +78,7 @@ CATALOGUE: dict[str, Double] = {
     "SometimesCheap": Double(("integrity.reference-decode",), "decode"),
     "DecodeWindow": Double(("integrity.reference-decode",), "decode"),
     "ForgedDecodeWindow": Double(("integrity.reference-decode", "integrity.same-path"), "decode"),
+    "RoutedDecodeWindow": Double(("integrity.reference-decode",), "decode"),
     # replay
     "CachedReplies": Double(("integrity.caching",), "replay", ("cache_replies",)),
     "ReplayCheapControls": Double(

@@ -29,6 +29,12 @@ timed work, judged by its own model):
   nothing and only ``integrity.reference-decode`` judges it. A mild one (scoring with a
   window of 16, decoding with 12, whose decode alone is over tiny's cap) is VERIFIED:
   the calibration table keeps it as the known escape (``docs/measurement.md``).
+- ``RoutedDecodeWindow``: the same double spender with no memory at all: every request
+  that carries the chat template's turn marker (a timed prompt, or a probe that scores
+  one of its answers) runs with ``CHEAT_WINDOW``, every other request (a PPL record) with
+  ``CHEAT_SCORE_WINDOW``. Its probes are answered by the model that decoded, so its
+  self-gap is exactly 0, and a freshly started engine asked to score its answers would
+  answer them the same way: self-consistency, however it is asked, is a filter it passes.
 """
 
 from __future__ import annotations
@@ -210,3 +216,25 @@ class ForgedDecodeWindow(DecodeWindow):
             ForgedChat._forge(self, gen)  # type: ignore[arg-type]
             return gen
         return recorded(gen, lambda out: self._answers.append(tuple(out)))
+
+
+class RoutedDecodeWindow(BaselineEngine):
+    """A double spender that routes by the request's shape, remembering nothing: a prompt
+    that carries the chat template's turn marker (a timed request, or a probe scoring one
+    of its answers) runs with the harsher ``CHEAT_WINDOW``; any other (a PPL record) with
+    ``CHEAT_SCORE_WINDOW``. What it decodes and what it says of its own answers come from
+    one model, so no question about them, asked now or of a restarted engine, tells it
+    from an honest one; only the reference's judgement of the answers
+    (``integrity.reference-decode``) is left."""
+
+    def start(
+        self, prompt_ids: list[int], sampling: SamplingParams, prompt_logprobs: int | None
+    ) -> Generation:
+        if not hasattr(self, "_own_window"):
+            self._own_window = int(self.model.config.sliding_window)
+        if is_chat(self, prompt_ids):
+            window = int(os.environ.get("CHEAT_WINDOW", "16"))
+        else:
+            window = int(os.environ.get("CHEAT_SCORE_WINDOW", str(self._own_window)))
+        self.model.config.sliding_window = window
+        return super().start(prompt_ids, sampling, prompt_logprobs)
