@@ -1,6 +1,7 @@
 """Would held-out chat records tell a forging double spender from an honest approximation?
 
     python -m calibration.chat_records            # about 2 minutes on 2 cores
+    python -m calibration.chat_records --rows-from calibration/results/chat_records.json
 
 A design study for the evidence that ``integrity.same-path``'s self-consistency cannot
 give against an engine that remembers its answers and scores them with its decode model
@@ -16,10 +17,10 @@ engine's code), for honest windows W of 48 to 8 on every path:
 - *e_text*: the engine's loss on the held-out PPL text, ln of its PPL ratio
   (``calibration.calibrate.DECODE_RATIO``), as ``e`` is today.
 
-A forger that scores with window A and decodes with a harsher B has two choices on the
-chat records: score them with A (then its decode's gap is B's, against A's e_chat) or with
-B (then its e_chat is B's, against A's e_text on the PPL text). Each pair's ratio is
-printed beside the honest rows' largest, which a bound would have to allow.
+A forger that scores with window A and decodes with a harsher B chooses what loss it
+shows on the chat records: A's, B's, or any other (a log-prob can always be reported
+lower than a model computes). ``analyse`` puts each pair against the honest rows' largest
+ratios under its best choice, and beside the comparison made without the records.
 """
 
 from __future__ import annotations
@@ -109,23 +110,36 @@ def measure(answers: int, tokens: int) -> dict[str, dict[str, float]]:
 
 def analyse(rows: dict[str, dict[str, float]], floor: float = 0.004) -> dict[str, Any]:
     """The honest rows' largest ratios (rows whose e is above ``floor``: below it both
-    numbers are noise), and each forging pair's ratio under both of its choices."""
+    numbers are noise), and how far each forging pair sits from them.
+
+    With chat records, the bounds would be ``gap <= r1 e_chat`` and ``e_chat <= r2 e_text``
+    (r1, r2: the honest rows' largest ratios). A forger that scores with window A and
+    decodes with B chooses the loss it shows on the records: A's (``records_scored_mild``),
+    B's (``records_scored_harsh``), or any other, since it can report a token's log-prob
+    lower than either model computes. Its best is the e_chat both bounds allow, which
+    exists unless ``gap_B > r1 r2 e_text(A)``: ``apart`` is its gap over that, never more
+    than either pure choice. ``apart_without_records`` is the same gap against the honest
+    rows' largest ``gap / e_text``, the comparison the reference decode makes today (a
+    product of two maxima is never less than the maximum of the products, so the records
+    cannot widen it)."""
     honest = {k: r for k, r in rows.items() if r["e_chat"] > floor and r["e_text"] > floor}
     gap_over_chat = max(r["gap"] / r["e_chat"] for r in honest.values())
     chat_over_text = max(r["e_chat"] / r["e_text"] for r in honest.values())
+    gap_over_text = max(r["gap"] / r["e_text"] for r in honest.values())
     pairs = {}
     for a, b in PAIRS:
         score, decode = rows[f"W={a}"], rows[f"W={b}"]
-        mild = decode["gap"] / score["e_chat"]
-        harsh = decode["e_chat"] / score["e_text"]
+        direct = decode["gap"] / score["e_text"]
         pairs[f"{a}/{b}"] = {
-            "records_scored_mild": mild,
-            "records_scored_harsh": harsh,
-            "apart": min(mild / gap_over_chat, harsh / chat_over_text),
+            "records_scored_mild": decode["gap"] / score["e_chat"] / gap_over_chat,
+            "records_scored_harsh": decode["e_chat"] / score["e_text"] / chat_over_text,
+            "apart": direct / (gap_over_chat * chat_over_text),
+            "apart_without_records": direct / gap_over_text,
         }
     return {
         "honest_gap_over_e_chat": gap_over_chat,
         "honest_e_chat_over_e_text": chat_over_text,
+        "honest_gap_over_e_text": gap_over_text,
         "pairs": pairs,
     }
 
@@ -135,26 +149,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answers", type=int, default=48, help="prompts per set")
     parser.add_argument("--tokens", type=int, default=32, help="greedy tokens per answer")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "chat_records.json")
+    parser.add_argument(
+        "--rows-from",
+        type=Path,
+        help="re-analyse the rows recorded in this result instead of measuring them",
+    )
     args = parser.parse_args(argv)
-    rows = measure(args.answers, args.tokens)
-    result = {
-        "machine": machine(),
-        "answers": args.answers,
-        "tokens": args.tokens,
-        "rows": rows,
-        **analyse(rows),
-    }
+    if args.rows_from is not None:
+        recorded = json.loads(args.rows_from.read_text(encoding="utf-8"))
+        head = {k: recorded[k] for k in ("machine", "answers", "tokens")}
+        rows = recorded["rows"]
+    else:
+        rows = measure(args.answers, args.tokens)
+        head = {"machine": machine(), "answers": args.answers, "tokens": args.tokens}
+    result = {**head, "rows": rows, **analyse(rows)}
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print("| forger A/B | decode gap / e_chat(A) | e_chat(B) / e_text(A) | apart |")
-    print("| --- | ---: | ---: | ---: |")
+    print(
+        "| forger A/B | records scored by A | records scored by B | its best (apart) "
+        "| without records |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: |")
     for name, p in result["pairs"].items():
         print(
             f"| {name} | {p['records_scored_mild']:.2f} | {p['records_scored_harsh']:.2f} "
-            f"| {p['apart']:.2f} |"
+            f"| {p['apart']:.2f} | {p['apart_without_records']:.2f} |"
         )
     print(
         f"honest, largest: gap / e_chat {result['honest_gap_over_e_chat']:.2f}, "
-        f"e_chat / e_text {result['honest_e_chat_over_e_text']:.2f}; wrote {args.out}"
+        f"e_chat / e_text {result['honest_e_chat_over_e_text']:.2f}, "
+        f"gap / e_text {result['honest_gap_over_e_text']:.2f}; wrote {args.out}"
     )
     return 0
 

@@ -178,3 +178,97 @@ def markdown_table(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> str
             + f" | {s['verdict']} | {errors} |"
         )
     return head + "\n".join(lines) + "\n"
+
+
+#: the value each reference-decode bound judges, as a row's summary records it
+DECODE_VALUES: dict[str, str] = {
+    "decode_mean": "mean_gap",
+    "decode_answer": "worst_answer_gap",
+    "decode_large": "large_gap_share",
+}
+
+
+def _excess(summary: dict[str, Any]) -> float | None:
+    e = (summary.get("allowance") or {}).get("excess")
+    return float(e) if isinstance(e, int | float) else None
+
+
+def attainable(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> dict[str, Any]:
+    """How far apart *any* reference-decode bound could put these rows.
+
+    Each of the three bounds allows a value that depends on the engine's scoring loss e
+    alone, and never less for a larger e (a lossier scoring buys no less decode): an
+    allowance ``f(e)``. Every honest row inside the cap sits at or below ``HONEST_MAX`` of
+    ``f`` and a double spender over the cap at or above ``SPENDER_MIN`` of it only if the
+    spender's value is at least ``SPENDER_MIN / HONEST_MAX`` times that of every honest
+    row whose e is no larger than its own; and then some ``f`` does it (twice the largest
+    honest value at or below e). So, per spender and bound, this returns the spender's
+    value over that largest honest value (``ratio``; ``needed`` is the target) and which
+    honest row it is; the best bound per spender; and the weakest spender's best.
+    Summaries of repeated honest runs (``kind`` honest) count each as a row.
+    """
+    honest = [s for s in summaries if s["kind"] == "honest" and inside_cap(s, cap_ratio)]
+    spenders = [s for s in summaries if s["kind"] == "cheat" and over_cap_decode(s, cap_ratio)]
+    needed = SPENDER_MIN / HONEST_MAX
+    per_spender: dict[str, dict[str, Any]] = {}
+    for s in spenders:
+        e = _excess(s)
+        bounds: dict[str, dict[str, Any]] = {}
+        for key, field in DECODE_VALUES.items():
+            value = s.get(field)
+            if e is None or not isinstance(value, int | float):
+                continue
+            below = [
+                (float(h[field]), h["name"])
+                for h in honest
+                if isinstance(h.get(field), int | float)
+                and (he := _excess(h)) is not None
+                and he <= e + 1e-12
+            ]
+            if not below:
+                continue
+            top, name = max(below)
+            ratio = math.inf if top <= 0 else float(value) / top
+            bounds[key] = {
+                "ratio": ratio,
+                "value": float(value),
+                "honest": name,
+                "honest_value": top,
+            }
+        best = max(bounds, key=lambda k: bounds[k]["ratio"]) if bounds else None
+        per_spender[s["name"]] = {
+            "excess": e,
+            "bounds": bounds,
+            "best": best,
+            "best_ratio": bounds[best]["ratio"] if best else None,
+            "separable": best is not None and bounds[best]["ratio"] >= needed,
+        }
+    ratios = [p["best_ratio"] for p in per_spender.values() if p["best_ratio"] is not None]
+    return {
+        "needed": needed,
+        "honest_rows": sorted({s["name"] for s in honest}),
+        "spenders": per_spender,
+        "weakest": min(ratios, default=None),
+        "inseparable": sorted(n for n, p in per_spender.items() if not p["separable"]),
+    }
+
+
+def attainable_table(result: dict[str, Any]) -> str:
+    """``attainable``'s result as markdown: one line per double spender over the cap."""
+    lines = [
+        "| double spender | its e | "
+        + " | ".join(f"`{k}`: ratio (against)" for k in DECODE_VALUES)
+        + f" | best | {result['needed']:g}x reachable |",
+        "| --- | ---: | " + " | ".join("---" for _ in DECODE_VALUES) + " | ---: | --- |",
+    ]
+    for name, p in result["spenders"].items():
+        cells = []
+        for key in DECODE_VALUES:
+            b = p["bounds"].get(key)
+            cells.append("–" if b is None else f"{_pos(b['ratio'])} ({b['honest']})")
+        lines.append(
+            f"| {name} | {p['excess']:.4f} | "
+            + " | ".join(cells)
+            + f" | {_pos(p['best_ratio'])} | {'yes' if p['separable'] else '**no**'} |"
+        )
+    return "\n".join(lines) + "\n"
