@@ -8,6 +8,7 @@ stands for the verifier's own model.
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import pytest
@@ -261,16 +262,33 @@ def test_cheap_chat_tokens_with_a_forged_scoring_of_them_are_caught() -> None:
 def test_the_left_out_share_allows_for_the_noise_of_a_few_probed_tokens() -> None:
     """An honest lossy engine lists its own top, the token it generated, so its left-out
     positions are its decode's large gaps: on tiny's 4 probes (128 tokens) an honest window
-    of 24 with int8 weights left out 5 (3.9 %) against a rate of 3.24 %. The allowance adds
-    three standard deviations of such a count, which vanish as the probes grow."""
+    of 24 with int8 weights left out 5 (3.9 %) against a rate of 3.24 %, and an honest
+    window of 16 on a GPU 8 (6.25 %) against 5.66 %. The allowance adds a Poisson count's
+    upper tail, which vanishes as the probes grow."""
     from verifier.checks.same_path import left_out_allowance
 
-    rate = 0.0324
-    honest = 5 / 128
-    assert left_out_allowance(rate, 128) >= 2 * honest  # half of the allowance or less
-    assert left_out_allowance(rate, 128) < 0.1  # a forged cheap answer leaves out ~half
-    assert left_out_allowance(rate, 8 * 512) < 1.3 * rate  # fast-gemma: 8 probes of 512
-    assert left_out_allowance(rate, 10**9) == pytest.approx(rate, rel=1e-3)
+    for rate, left_out in ((0.0324, 5), (0.0566, 8)):
+        assert left_out_allowance(rate, 128) >= 2 * left_out / 128  # half of it or less
+    assert left_out_allowance(0.0324, 128) < 0.1  # a forged cheap answer leaves out ~half
+    assert left_out_allowance(0.0324, 8 * 512) < 1.3 * 0.0324  # fast-gemma: 8 probes of 512
+    assert left_out_allowance(0.0324, 10**9) == pytest.approx(0.0324, rel=1e-3)
+
+
+def test_the_left_out_tail_is_a_poisson_counts_not_a_normal_approximations() -> None:
+    """At a mean of 7.24 (128 tokens at 5.66 %) three standard deviations allow 15.3
+    positions, but a Poisson count passes 15 with probability 0.0035, over twice the
+    normal tail they stand for; the exact quantile is 17 (scipy's ``poisson.isf``)."""
+    from verifier.checks.same_path import LEFT_OUT_TAIL, poisson_upper
+
+    assert poisson_upper(7.2448) == 17
+    assert poisson_upper(4.1472) == 11  # 3.24 % of 128
+    assert poisson_upper(0.0) == 0
+    # beyond the exact sum: the normal approximation, within a count of scipy's 2,185
+    assert abs(poisson_upper(2048.0) - 2185) <= 1
+    # the definition: P(X > k) <= tail < P(X > k - 1)
+    mean, k = 7.2448, poisson_upper(7.2448)
+    cdf = [math.exp(-mean) * mean**i / math.factorial(i) for i in range(k + 1)]
+    assert 1 - sum(cdf) <= LEFT_OUT_TAIL < 1 - sum(cdf[:-1])
 
 
 def test_one_answer_replayed_under_forged_prompt_ids_is_caught() -> None:
