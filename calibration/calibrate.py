@@ -600,9 +600,11 @@ every path, not declared, so the reference runs the unmodified model and judges 
 the budget. *Cheat* rows run `doubles.decode:DecodeWindow`: scoring with window
 `CHEAT_SCORE_WINDOW`, decoding with the harsher `CHEAT_WINDOW` (*forging*:
 `doubles.decode:ForgedDecodeWindow`, which also scores its own answers with its decode
-model). *Decode alone* is the PPL ratio of the model it decodes with (the `W=` rows above;
-the cap is {cap_ratio:.2f}). Each bound column is the row's value over what the bound
-allows (1 = the bound); `–`: not judged.
+model; *routing*: `doubles.decode:RoutedDecodeWindow`, which remembers nothing and runs
+every chat-shaped request, its probes included, with the decode window). *Decode alone*
+is the PPL ratio of the model it decodes with (the `W=` rows above; the cap is
+{cap_ratio:.2f}). Each bound column is the row's value over what the bound allows (1 = the
+bound); `–`: not judged.
 
 {separation_text(rows_, cap_ratio)}"""
 
