@@ -201,7 +201,9 @@ def attainable(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> dict[st
     allowance ``f(e)``. Every honest row inside the cap sits at or below ``HONEST_MAX`` of
     ``f`` and a double spender over the cap at or above ``SPENDER_MIN`` of it only if the
     spender's value is at least ``SPENDER_MIN / HONEST_MAX`` times that of every honest
-    row whose e is no larger than its own; and then some ``f`` does it (twice the largest
+    row whose e is no larger than its own (equal to a part in a million counts as equal:
+    the same records scored by the same model differ by rounding); and then some ``f``
+    does it (twice the largest
     honest value at or below e). So, per spender and bound, this returns the spender's
     value over that largest honest value (``ratio``; ``needed`` is the target) and which
     honest row it is; the best bound per spender; and the weakest spender's best.
@@ -223,7 +225,7 @@ def attainable(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> dict[st
                 for h in honest
                 if isinstance(h.get(field), int | float)
                 and (he := _excess(h)) is not None
-                and he <= e + 1e-12
+                and he <= e * (1 + 1e-6) + 1e-12  # the same records' e, to rounding
             ]
             if not below:
                 continue

@@ -136,3 +136,12 @@ def test_the_command_writes_its_result_and_says_what_is_out_of_reach(
     assert json.loads(out.read_text())["machines"]["cpu"]["inseparable"] == ["spender 24/12"]
     monkeypatch.setattr(attainable, "CALIBRATION", tmp_path / "none.json")
     assert attainable.main(["--out", str(out)]) == 2
+
+
+def test_an_honest_row_whose_e_differs_by_rounding_counts_as_the_same_e() -> None:
+    rows = [
+        _row("honest 32", "honest", 0.008255122398, 0.017),
+        _row("spender 32/12", "cheat", 0.008255121901, 0.09),  # the same records, rounded
+    ]
+    p = margins.attainable(rows, CAP_RATIO)["spenders"]["spender 32/12"]
+    assert p["bounds"]["decode_mean"]["honest"] == "honest 32"
