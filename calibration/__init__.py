@@ -4,6 +4,10 @@ of cheats, run to show where each check's bound sits between them.
 - ``calibrate``: every honest and cheating row through ``podium verify`` on the CPU; the
   table of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``).
 - ``margins``: each row's position at each bound, and the separation stated from them.
+- ``attainable``: whether any reference-decode allowance could separate the recorded
+  honest rows from the double spenders, read from the results (nothing is run).
+- ``chat_records``: a design study of held-out chat records as evidence against a double
+  spender that answers its probes (they would not widen the comparison made today).
 - ``false_rejection``: repeated verifications of honest entries, the false-rejection rate.
 - ``stability``: the tiny spec's TPS spread with busy neighbours (``tps.unstable``).
 - ``gpu_verify``: the calibration rows on a CUDA GPU (run there by ``bash bench/gpu.sh``).
