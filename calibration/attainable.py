@@ -5,15 +5,15 @@ spender? Read from the recorded rows, nothing is run.
     python -m calibration.attainable --json     # the same, as JSON on stdout
 
 The reference decode judges a timed answer by its gaps to the verifier's model; what it
-allows depends on the engine's scoring loss e alone (``integrity.reference_decode``). Issue
-26 asks every honest row inside the cap to sit at or below half of each allowance and every
-double spender whose decode alone breaks the cap at or above 1.5 times one of them: a
-factor of 3 between the two. ``calibration.margins.attainable`` says, per spender and
-bound, whether *any* allowance that does not fall as e grows could do that, and against
-which honest row it fails. The rows are the trust-margin rows of ``calibration.calibrate``
-(CPU, ``results/calibration.json``), each honest row's twenty repeated runs where they
-were made (``results/false_rejection-undeclared.json``: e is that row's, measured on the
-same records), and the GPU runs (``results/gpu_verify.json``).
+allows depends on the engine's scoring loss e alone (``integrity.reference_decode``). The
+trust-margin target asks every honest row inside the cap to sit at or below half of each
+allowance and every double spender whose decode alone breaks the cap at or above 1.5 times
+one of them: a factor of 3 between the two. ``calibration.margins.attainable`` says, per
+spender and bound, whether *any* allowance that does not fall as e grows could do that, and
+against which honest row it fails. The rows are the trust-margin rows of
+``calibration.calibrate`` (CPU, ``results/calibration.json``), each honest row's twenty
+repeated runs where they were made (``results/false_rejection-undeclared.json``: e is that
+row's, measured on the same records), and the GPU runs (``results/gpu_verify.json``).
 
 The answer is a property of the model's numerics, not of a constant: a spender that
 decodes one window-step harsher than it scores decodes at gaps the honest rows of a

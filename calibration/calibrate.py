@@ -118,7 +118,7 @@ DECODE_RATIO: dict[str, float] = {
 
 
 def margin_rows() -> list[Row]:
-    """Issue 26's rows: honest approximations the entry does not declare (the reference
+    """The trust-margin rows: honest approximations the entry does not declare (the reference
     runs the unmodified model and judges them by the quality budget alone), and double
     spenders that score with one window and decode with a harsher one. Every row is
     ``examples/tiny-baseline`` with podium's engines and the row's environment; nothing

@@ -3,7 +3,7 @@
     python -m calibration.false_rejection --runs 20                  # the sample, quiet machine
     python -m calibration.false_rejection --runs 3 --hog 2    # 2 CPU hogs switching on and off
     python -m calibration.false_rejection --runs 20 --example tiny-vllm
-    python -m calibration.false_rejection --runs 20 --undeclared   # issue 26's honest rows
+    python -m calibration.false_rejection --runs 20 --undeclared   # the trust-margin honest rows
     python -m calibration.false_rejection --runs 20 --undeclared "undeclared W=16,undeclared int8"
     python -m calibration.false_rejection --positions   # those runs under today's allowances
 

@@ -9,7 +9,7 @@ with the same arithmetic:
     from calibration.calibrate import margin_rows
     from calibration.margins import positions, separation
 
-Separation (issue 26): every honest row inside the PPL cap at or below ``HONEST_MAX``
+Separation (the trust-margin target): every honest row inside the PPL cap at or below ``HONEST_MAX``
 of every allowance; every double spender whose decode alone would break the cap at or
 above ``SPENDER_MIN`` of at least one.
 """

@@ -62,7 +62,7 @@ def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
 
 
 def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, gpu_out: Path) -> None:
-    """Issue 26's rows on the GPU, once each (``PODIUM_MARGIN_ROWS`` names a subset,
+    """The trust-margin rows on the GPU, once each (``PODIUM_MARGIN_ROWS`` names a subset,
     comma-separated): every honest row inside the cap at or below half of every
     allowance, every double spender over the cap at or above 1.5 times one."""
     from calibration import gpu_verify, margins
