@@ -52,7 +52,10 @@ def judged(
 
 @pytest.fixture(scope="module")
 def honest() -> tuple[Any, dict[str, Any]]:
-    return judged()
+    """The honest fake engine's run, judged. Paced at 200 tokens/s (80 ms an answer), so a
+    busy machine's few milliseconds of scheduling delay cannot make two repeats look 30 %
+    faster than two controls (at 800 tokens/s, 20 ms an answer, a loaded run once did)."""
+    return judged(rate=200)
 
 
 # -- integrity.lengths and tps.usage-mismatch ----------------------------------------------
@@ -117,8 +120,11 @@ def test_caching_catches_answers_replayed_for_repeated_prompts() -> None:
 
 def test_replaying_while_slowing_the_requests_beside_each_control_still_fails() -> None:
     """The engine spots the controls (new prompts once prompts repeat) and slows the request
-    after each; every repeat counts, so the replays still show."""
-    result = run(Misbehave(cache_replies=True, slow_after_fresh_s=0.05), rate=400)
+    after each by more than a control takes; every repeat counts, so the replays still show.
+    Paced at 100 tokens/s (160 ms a control, 200 ms of slowing) so that a busy machine's
+    tens of milliseconds per request dilute neither side (at 400 tokens/s and 50 ms, a
+    loaded run once brought the speedup under 1.3)."""
+    result = run(Misbehave(cache_replies=True, slow_after_fresh_s=0.2), rate=100)
     caching = check(result, "integrity.caching")
     assert caching.status == "fail" and caching.details["speedup"] > 1.3
 
