@@ -64,7 +64,11 @@ def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
 def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, gpu_out: Path) -> None:
     """The trust-margin rows on the GPU, once each (``PODIUM_MARGIN_ROWS`` names a subset,
     comma-separated): every honest row inside the cap at or below half of every
-    allowance, every double spender over the cap at or above 1.5 times one."""
+    allowance, every double spender over the cap that scores its answers honestly at or
+    above 1.5 times one, and every one that answers its probes itself (forging or routing)
+    and decodes two window-steps or more past the cap (a window of 8) REJECTED. One
+    window-step harsher, those pass: no allowance can stop them without rejecting honest
+    windows (``python -m calibration.attainable``, docs/measurement.md)."""
     from calibration import gpu_verify, margins
 
     out = gpu_out / "margins"
@@ -74,6 +78,11 @@ def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, gpu_out: Path) -> None:
     runs = json.loads((out / gpu_verify.RESULT).read_text())["runs"]
     assert not [r for r in runs if "error" in r], [r["error"] for r in runs if "error" in r]
     spec = json.loads((gpu_verify.REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
-    sep = margins.separation(runs, cap_ratio=float(spec["quality"]["max_ratio"]))
+    answering = ("forging ", "routing ")
+    judged = [r for r in runs if not r["name"].startswith(answering)]
+    sep = margins.separation(judged, cap_ratio=float(spec["quality"]["max_ratio"]))
     assert sep["honest_ok"], sep["per_bound"]
     assert sep["spenders_ok"] or not sep["spender_rows"], sep["deciding"]
+    harsh = [r for r in runs if r["name"].startswith(answering) and r["name"].endswith("/8")]
+    passed = [(r["name"], r["verdict"]) for r in harsh if r["verdict"] != "REJECTED"]
+    assert not passed, passed
