@@ -69,18 +69,9 @@ def cpu_rows(calibration: dict[str, Any], repeated: dict[str, Any] | None) -> li
 
 def gpu_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The GPU runs of margin rows (each run a row, named with its run number)."""
-    from calibration.calibrate import margin_rows
+    from calibration.gpu_verify import margin_runs
 
-    decode_ratio = {r.name: r.decode_ratio for r in margin_rows()}
-    return [
-        {
-            **r,
-            "name": f"{r['name']} (run {r.get('run', 1)})",
-            "decode_ratio": decode_ratio[r["name"]],
-        }
-        for r in doc["runs"]
-        if r["name"] in decode_ratio and "error" not in r
-    ]
+    return [{**r, "name": f"{r['name']} (run {r.get('run', 1)})"} for r in margin_runs(doc)]
 
 
 def measure() -> dict[str, Any]:

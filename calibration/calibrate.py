@@ -164,28 +164,19 @@ def margin_rows() -> list[Row]:
         )
         for a, b in pairs
     ]
-    # the same double spenders, forging their scoring of their own answers (the probes):
+    # the same double spenders answering their own probes: forging them from memory, or
+    # routing every chat-shaped request to the decode model, remembering nothing (a
+    # restarted engine asked to score its answers would answer as this one does);
     # self-consistency is then silent, and only the reference's judgement is left
     out += [
         Row(
-            f"forging spender {a}/{b}",
+            f"{label} spender {a}/{b}",
             "cheat",
-            engine=doubles.engine_class("ForgedDecodeWindow"),
+            engine=doubles.engine_class(double),
             env={"CHEAT_SCORE_WINDOW": str(a), "CHEAT_WINDOW": str(b)},
             decode_ratio=DECODE_RATIO[f"W={b}"],
         )
-        for a, b in [(32, 12), (24, 12), (16, 12), (16, 8)]
-    ]
-    # and routing by the request's shape, remembering nothing: a restarted engine asked
-    # to score its answers would answer as this one does
-    out += [
-        Row(
-            f"routing spender {a}/{b}",
-            "cheat",
-            engine=doubles.engine_class("RoutedDecodeWindow"),
-            env={"CHEAT_SCORE_WINDOW": str(a), "CHEAT_WINDOW": str(b)},
-            decode_ratio=DECODE_RATIO[f"W={b}"],
-        )
+        for label, double in (("forging", "ForgedDecodeWindow"), ("routing", "RoutedDecodeWindow"))
         for a, b in [(32, 12), (24, 12), (16, 12), (16, 8)]
     ]
     return out

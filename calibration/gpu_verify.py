@@ -299,18 +299,24 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def margin_runs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs of trust-margin rows among ``doc``'s (a margin row run among the honest
+    rows, ``rows()``, counts as one too), each with its row's ``decode_ratio``."""
+    decode_ratio = {r.name: r.decode_ratio for r in margin_rows()}
+    return [
+        {**r, "decode_ratio": decode_ratio[r["name"]]}
+        for r in doc["runs"]
+        if r["name"] in decode_ratio and "error" not in r
+    ]
+
+
 def margins_text(doc: dict[str, Any]) -> str:
     """The trust-margin rows among the runs (``--margins``), one line per run, each
     position under the exchange rates the spec ships now (``calibration.margins.at_rates``
     on the recorded gaps and e), and their separation."""
-    decode_ratio = {r.name: r.decode_ratio for r in margin_rows()}
     spec = tiny_spec()
     settings = spec["integrity"]["reference_decode"]
-    runs = [  # a margin row run among the honest rows (``rows()``) counts as one too
-        margins.at_rates({**r, "decode_ratio": decode_ratio[r["name"]]}, settings)
-        for r in doc["runs"]
-        if r["name"] in decode_ratio and "error" not in r
-    ]
+    runs = [margins.at_rates(r, settings) for r in margin_runs(doc)]
     if not runs:
         return ""
     return (

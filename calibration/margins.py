@@ -9,9 +9,9 @@ with the same arithmetic:
     from calibration.calibrate import margin_rows
     from calibration.margins import positions, separation
 
-Separation (the trust-margin target): every honest row inside the PPL cap at or below ``HONEST_MAX``
-of every allowance; every double spender whose decode alone would break the cap at or
-above ``SPENDER_MIN`` of at least one.
+Separation (the trust-margin target): every honest row inside the PPL cap at or below
+``HONEST_MAX`` of every allowance; every double spender whose decode alone would break the
+cap at or above ``SPENDER_MIN`` of at least one.
 """
 
 from __future__ import annotations
@@ -200,13 +200,12 @@ def attainable(summaries: Sequence[dict[str, Any]], cap_ratio: float) -> dict[st
     alone, and never less for a larger e (a lossier scoring buys no less decode): an
     allowance ``f(e)``. Every honest row inside the cap sits at or below ``HONEST_MAX`` of
     ``f`` and a double spender over the cap at or above ``SPENDER_MIN`` of it only if the
-    spender's value is at least ``SPENDER_MIN / HONEST_MAX`` times that of every honest
-    row whose e is no larger than its own (equal to a part in a million counts as equal:
-    the same records scored by the same model differ by rounding); and then some ``f``
-    does it (twice the largest
-    honest value at or below e). So, per spender and bound, this returns the spender's
-    value over that largest honest value (``ratio``; ``needed`` is the target) and which
-    honest row it is; the best bound per spender; and the weakest spender's best.
+    spender's value is at least ``SPENDER_MIN / HONEST_MAX`` times that of every honest row
+    whose e is no larger than its own (equal to a part in a million counts as equal: the
+    same records scored by the same model differ by rounding); and then some ``f`` does it
+    (twice the largest honest value at or below e). So, per spender and bound, this returns
+    the spender's value over that largest honest value (``ratio``; ``needed`` is the target)
+    and which honest row it is; the best bound per spender; and the weakest spender's best.
     Summaries of repeated honest runs (``kind`` honest) count each as a row.
     """
     honest = [s for s in summaries if s["kind"] == "honest" and inside_cap(s, cap_ratio)]

@@ -9,6 +9,7 @@ decodes a chat prompt as a window of 12 does, scores that answer (a probe) as a 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,23 +70,22 @@ def _close(a: list[float], b: list[float]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def engines() -> dict[str, BaselineEngine]:
+def engines() -> Iterator[dict[str, BaselineEngine]]:
+    """The double, with its windows set for the module's tests (it reads them per request),
+    and plain engines of either window."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CHEAT_WINDOW", "12")
         mp.setenv("CHEAT_SCORE_WINDOW", "24")
-        routed = RoutedDecodeWindow(MODEL)
-    return {
-        "routed": routed,
-        "w12": BaselineEngine(MODEL, sliding_window=12),
-        "w24": BaselineEngine(MODEL, sliding_window=24),
-    }
+        yield {
+            "routed": RoutedDecodeWindow(MODEL),
+            "w12": BaselineEngine(MODEL, sliding_window=12),
+            "w24": BaselineEngine(MODEL, sliding_window=24),
+        }
 
 
 def test_it_decodes_and_scores_its_own_answers_with_the_harsher_window(
-    engines: dict[str, BaselineEngine], monkeypatch: pytest.MonkeyPatch
+    engines: dict[str, BaselineEngine],
 ) -> None:
-    monkeypatch.setenv("CHEAT_WINDOW", "12")
-    monkeypatch.setenv("CHEAT_SCORE_WINDOW", "24")
     routed, w12, w24 = engines["routed"], engines["w12"], engines["w24"]
     chat = routed.render_chat([{"role": "user", "content": QUESTION}], True)
     answer = _answer(routed, chat)
@@ -101,11 +101,7 @@ def test_it_decodes_and_scores_its_own_answers_with_the_harsher_window(
         assert entry.chosen.token_id == token and entry.chosen.logprob >= best - SAME
 
 
-def test_it_scores_a_ppl_record_with_the_milder_window(
-    engines: dict[str, BaselineEngine], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CHEAT_WINDOW", "12")
-    monkeypatch.setenv("CHEAT_SCORE_WINDOW", "24")
+def test_it_scores_a_ppl_record_with_the_milder_window(engines: dict[str, BaselineEngine]) -> None:
     routed, w12, w24 = engines["routed"], engines["w12"], engines["w24"]
     record = routed.encode_text(RECORD, add_special_tokens=True)
     assert len(record) > 24  # long enough for the windows to differ

@@ -33,6 +33,7 @@ condition is judged, and the summary says so.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from schemas.check_ids import INTEGRITY_SAME_PATH, PPL_RANK_MISMATCH
@@ -142,7 +143,8 @@ def poisson_upper(mean: float, tail: float = LEFT_OUT_TAIL) -> int:
     if mean <= 0:
         return 0
     if mean > 500:
-        return math.ceil(mean + _normal_quantile(tail) * math.sqrt(mean) - 0.5)
+        z = statistics.NormalDist().inv_cdf(1.0 - tail)
+        return math.ceil(mean + z * math.sqrt(mean) - 0.5)
     k, pmf = 0, math.exp(-mean)
     below = pmf  # P(X <= k)
     while 1.0 - below > tail:
@@ -150,15 +152,6 @@ def poisson_upper(mean: float, tail: float = LEFT_OUT_TAIL) -> int:
         pmf *= mean / k
         below += pmf
     return k
-
-
-def _normal_quantile(tail: float) -> float:
-    """z with P(Z > z) = ``tail`` for a standard normal Z (bisection on erfc)."""
-    lo, hi = 0.0, 40.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if 0.5 * math.erfc(mid / math.sqrt(2)) > tail else (lo, mid)
-    return hi
 
 
 def left_out_allowance(rate: float, tokens: int) -> float:
