@@ -32,3 +32,13 @@ TINY_SPEC = Path(__file__).resolve().parents[1] / "podium" / "data" / "challenge
 def tiny_spec() -> dict[str, Any]:
     """The shipped tiny spec, as JSON."""
     return dict(json.loads(TINY_SPEC.read_text(encoding="utf-8")))
+
+
+def tiny_budget() -> float:
+    """The shipped tiny spec's quality budget B (nats per token), which every reference
+    decode allowance grows with."""
+    from schemas.challenge import load_challenge
+    from verifier.checks.reference import budget_of
+
+    spec = load_challenge("tiny")
+    return budget_of(spec, spec.check("reference_decode"))

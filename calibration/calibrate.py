@@ -403,7 +403,8 @@ def summarise(
         "large_gap_share": details.get("large_gap_share"),
         "tokens": details.get("tokens"),
         "allowance": {
-            k: allowance.get(k) for k in ("excess", "mean", "answer", "large_share", "budget")
+            "excess": details.get("reported_scoring_loss"),
+            **{k: allowance.get(k) for k in ("mean", "answer", "large_share", "budget", "rule")},
         },
         "reference_applied": reference_model.get("applied"),
         "reference_budgeted": reference_model.get("budgeted"),

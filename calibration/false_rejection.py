@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, busy_neighbours, machine
-from calibration import RESULTS_DIR, tiny_spec
+from calibration import RESULTS_DIR, tiny_budget, tiny_spec
 from verifier.checks.reference import decode_allowances
 
 
@@ -56,7 +56,7 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
         "reference_decode_worst_answer": (
             detail("integrity.reference-decode", "worst_answer") or {}
         ).get("mean_gap"),
-        "scoring_loss": (detail("integrity.reference-decode", "allowance") or {}).get("excess"),
+        "scoring_loss": detail("integrity.reference-decode", "reported_scoring_loss"),
         "ppl_delta_low": detail("ppl.reference-mismatch", "lowest_delta_nats"),
         "ppl_delta_high": detail("ppl.reference-mismatch", "highest_delta_nats"),
         "caching_speedup": detail("integrity.caching", "speedup"),
@@ -226,6 +226,7 @@ def positions(result: dict[str, Any], calibration: dict[str, Any]) -> list[dict[
     else that of the calibration row with the same knobs (e is the same from run to run on
     tiny: every PPL record is scored)."""
     settings = tiny_spec()["integrity"]["reference_decode"]
+    budget = tiny_budget()
     known = {
         json.dumps(r.get("env"), sort_keys=True): (r.get("allowance") or {}).get("excess")
         for r in calibration.get("rows", [])
@@ -239,7 +240,7 @@ def positions(result: dict[str, Any], calibration: dict[str, Any]) -> list[dict[
             e = r.get("scoring_loss", fallback)
             if e is None or r.get("reference_decode_mean_gap") is None:
                 continue
-            mean_allowed, _, large_allowed = decode_allowances(e, settings)
+            mean_allowed, _, large_allowed = decode_allowances(budget, settings)
             means.append((r["reference_decode_mean_gap"] / mean_allowed, r))
             larges.append(r["reference_decode_large_gap_share"] / large_allowed)
         if not means:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, machine
-from calibration import RESULTS_DIR, margins, tiny_spec
+from calibration import RESULTS_DIR, margins, tiny_budget, tiny_spec
 from calibration.calibrate import (
     GPU_HEADING,
     Row,
@@ -246,6 +246,7 @@ def table(doc: dict[str, Any]) -> str:
     decode positions under the bounds the spec ships now, recomputed from the recorded gaps
     and scoring loss e (``integrity.reference_decode``'s arithmetic)."""
     settings = tiny_spec()["integrity"]["reference_decode"]
+    budget = tiny_budget()
     rows: dict[str, list[dict[str, Any]]] = {}
     for r in doc["runs"]:
         rows.setdefault(r["name"], []).append(r)
@@ -265,12 +266,12 @@ def table(doc: dict[str, Any]) -> str:
         first = runs[0]
         excess = [(r.get("allowance") or {}).get("excess") or 0.0 for r in runs]
         mean_pos = [
-            (r["mean_gap"] or 0.0) / decode_allowances(e, settings)[0]
+            (r["mean_gap"] or 0.0) / decode_allowances(budget, settings)[0]
             for r, e in zip(runs, excess, strict=True)
             if r.get("mean_gap") is not None
         ]
         answer_pos = [
-            (r["worst_answer_gap"] or 0.0) / decode_allowances(e, settings)[1]
+            (r["worst_answer_gap"] or 0.0) / decode_allowances(budget, settings)[1]
             for r, e in zip(runs, excess, strict=True)
             if r.get("worst_answer_gap") is not None
         ]

@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from calibration import tiny_budget
 from verifier.checks.reference import decode_allowances
 
 #: honest rows inside the cap sit at or below this share of every allowance
@@ -83,7 +84,7 @@ def at_rates(summary: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any
     if not isinstance(e, int | float):
         return summary
     bounds = dict(summary.get("bounds") or {})
-    mean, answer, large_share = decode_allowances(float(e), settings)
+    mean, answer, large_share = decode_allowances(tiny_budget(), settings)
     allowed = {"decode_mean": mean, "decode_answer": answer, "decode_large": large_share}
     recorded = {
         "decode_mean": summary.get("mean_gap"),

@@ -1,13 +1,25 @@
-"""The model an entry declares it serves, as far as the verifier's reference can run it.
+"""The model the verifier's reference runs, and what of an entry's declaration counts.
 
 The rules allow lossy levers, bounded by the quality rule: a shorter sliding window, a
-smaller dtype, weight quantisation, a smaller KV-cache dtype. Where the reference engine
-(podium's baseline engine on the pinned weights) can reproduce a declared change
-exactly, it runs the model as declared, and its per-token checks keep the tolerance of
-honest numerics: a windowed entry is then judged against the windowed model, not the
-unmodified one. What it cannot reproduce (quantisation, the KV-cache dtype, a custom
-engine's approximations) is judged against the quality budget instead
-(``verifier.checks.reference``). The report names both lists.
+smaller dtype, weight quantisation, a smaller KV-cache dtype. A declaration costs the
+engine nothing, so no bound may grow with one (``docs/measurement.md``, "Nothing can be
+bought"). The challenge's ``reference_decode.rule`` says which model the timed answers
+are judged against:
+
+- ``budget`` (the default): the **pinned model itself**, whatever the entry declares.
+  The decode may be as lossy as an honest model at the PPL cap, no more, and that
+  allowance comes from the spec alone (``verifier.checks.reference``), so a declared
+  window, dtype or quantisation changes neither the reference nor any bound. The
+  declared lossy knobs are recorded (``declared``), for the reader.
+- ``identity``: the **declared model**, as far as the reference reproduces it exactly
+  (the window, the dtype: ``REPRODUCED``), and the decode must be its greedy decode
+  within the noise of honest numerics (no budget at all). What the reference cannot
+  reproduce (quantisation, a KV-cache dtype) is listed in ``budgeted`` and buys nothing.
+
+Either way, a lever the verifier cannot reproduce counts only where it sees it in
+effect (``in_effect``: vLLM's own parsed arguments, never the engine's word), and only
+for the one allowance such a lever needs (a KV cache read back by decoding but not by
+scoring: ``verifier.checks.same_path``).
 
 Read from the frozen engine config the verifier itself opened (intake's manifest),
 never from anything the engine says at run time.
@@ -20,7 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: the knobs whose effect on the model the reference reproduces
+#: the decode rules a challenge may choose (``integrity.reference_decode.rule``)
+RULES = ("budget", "identity")
+#: the knobs whose effect on the model the reference reproduces (under ``identity``)
 REPRODUCED = ("SLIDING_WINDOW", "DTYPE")
 #: lossy knobs the reference cannot reproduce: judged against the quality budget
 BUDGETED = ("QUANTIZATION", "KV_CACHE_DTYPE", "CALCULATE_KV_SCALES")
@@ -38,15 +52,30 @@ class DeclaredModel:
     dtype: str
     sliding_window: int | None = None
     applied: dict[str, Any] = field(default_factory=dict)
-    #: declared lossy knobs the reference does not reproduce (judged by the budget)
+    #: declared lossy knobs the reference does not reproduce (they buy no allowance)
     budgeted: dict[str, Any] = field(default_factory=dict)
+    rule: str = "identity"
+    #: declared lossy knobs the verifier saw in effect in the engine's own runtime
+    #: (vLLM's parsed arguments), filled in once the engine has run
+    in_effect: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reproduces(self) -> bool:
+        """The reference runs exactly what the entry declared: nothing left unreproduced."""
+        return not self.budgeted
+
+    def kv_cache_in_effect(self) -> bool:
+        """A KV-cache change the reference cannot reproduce, seen in effect."""
+        return bool(set(self.in_effect) & set(KV_CACHE))
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "dtype": self.dtype,
             "sliding_window": self.sliding_window,
             "applied": dict(self.applied),
             "budgeted": dict(self.budgeted),
+            "in_effect": dict(self.in_effect),
         }
 
     def engine_kwargs(self) -> dict[str, Any]:
@@ -81,13 +110,24 @@ def _window(config: Mapping[str, Any]) -> tuple[int | None, str | None]:
     return None, None
 
 
-def declared_model(config: Mapping[str, Any] | None, default_dtype: str) -> DeclaredModel:
-    """What of ``config`` (a frozen engine config) the reference runs, and what it budgets.
+def declared_model(
+    config: Mapping[str, Any] | None, default_dtype: str, rule: str = "identity"
+) -> DeclaredModel:
+    """What of ``config`` (a frozen engine config) the reference runs under ``rule``.
 
-    ``default_dtype`` is the challenge's reference dtype; a declared ``DTYPE`` of float32,
-    bfloat16 or float16 replaces it (``auto`` is the checkpoint's own: nothing changes).
+    ``default_dtype`` is the challenge's reference dtype. Under ``identity`` a declared
+    window is applied, and a declared ``DTYPE`` of float32, bfloat16 or float16 replaces
+    the dtype (``auto`` is the checkpoint's own: nothing changes). Under ``budget`` the
+    reference runs the pinned model as the spec gives it, and every declared lossy knob,
+    the window and dtype included, is only listed (``budgeted``).
     """
+    if rule not in RULES:
+        raise ValueError(f"unknown reference_decode rule {rule!r}: one of {', '.join(RULES)}")
     config = config or {}
+    if rule == "budget":
+        reproduced = declared_model(config, default_dtype, "identity")
+        listed = {**reproduced.applied, **reproduced.budgeted}
+        return DeclaredModel(dtype=default_dtype, budgeted=listed, rule=rule)
     applied: dict[str, Any] = {}
     window, source = _window(config)
     if window is not None and source is not None:
@@ -102,4 +142,6 @@ def declared_model(config: Mapping[str, Any] | None, default_dtype: str) -> Decl
     budgeted = {
         key: config[key] for key in BUDGETED if config.get(key) not in (None, "", "auto", False, 0)
     }
-    return DeclaredModel(dtype=dtype, sliding_window=window, applied=applied, budgeted=budgeted)
+    return DeclaredModel(
+        dtype=dtype, sliding_window=window, applied=applied, budgeted=budgeted, rule=rule
+    )

@@ -197,6 +197,9 @@ class PplRecordScore:
     nll: float
     seconds: float
     scored: bool = True
+    #: the prompt positions where the answer lists the scored token as its own top (by
+    #: value): what it says of its distribution, for the reference to check
+    claimed_top: tuple[int, ...] = ()
 
     @property
     def ppl(self) -> float | None:
@@ -329,6 +332,10 @@ class RecordScore:
     tokens: int
     engine_nll: float
     reference_nll: float
+    #: target positions where the engine's answer listed the scored token as its own top
+    claimed: int = 0
+    #: of those, where the reference puts that token over ``large_gap_nats`` below its top
+    withheld: int = 0
 
     @property
     def delta(self) -> float:

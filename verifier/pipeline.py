@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import secrets
 import shutil
@@ -116,6 +117,9 @@ class _Run:
         self.sets: EvaluationSets | None = None
         #: what the engine said when the run failed, verbatim: for the organizer's log only
         self.engine_said: list[str] = []
+        #: declared lossy knobs seen in effect in the engine's own runtime (vLLM's parsed
+        #: arguments), the only way a lever the reference cannot reproduce counts
+        self.in_effect: dict[str, Any] = {}
 
     def timed(
         self,
@@ -330,6 +334,7 @@ def _runtime(run: _Run, handle: EngineHandle, result: HarnessResult) -> None:
         harness_generated_tokens=tokens,
         expected_version=labels.get("org.podium.vllm-version"),
     )
+    run.in_effect = runtime.levers_in_effect(obs, manifest.engine.config)
     pin = (rec.image.base_image if rec.image else None) or manifest.engine.base_image.digest
     rec.runtime = runtime.record(
         obs,
@@ -355,7 +360,10 @@ def _declared(run: _Run) -> DeclaredModel:
     """The model as the entry declared it, as far as the reference reproduces it."""
     manifest = run.record.intake.manifest if run.record.intake else None
     config = manifest.engine.config if manifest is not None else None
-    return declared_model(config, run.req.spec.reference.dtype)
+    spec = run.req.spec
+    rule = str(spec.check("reference_decode").get("rule", "budget"))
+    model = declared_model(config, spec.reference.dtype, rule)
+    return dataclasses.replace(model, in_effect=dict(run.in_effect))
 
 
 def _load_reference(

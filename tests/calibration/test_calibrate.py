@@ -45,8 +45,9 @@ def _report(
             "worst_answer": {"record": 3, "mean_gap": 0.2},
             "large_gap_share": 0.01,
             "tokens": 1408,
+            "reported_scoring_loss": 0.02,
             "allowance": {
-                "excess": 0.02,
+                "rule": "budget",
                 "mean": 0.06,
                 "answer": 0.36,
                 "large_share": 0.04,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from calibration import calibrate, margins
+from calibration import calibrate, margins, tiny_budget
 
 CAP_RATIO = 1.05
 
@@ -100,7 +100,7 @@ def test_the_margin_rows_are_honest_undeclared_approximations_and_double_spender
     assert {r.name for r in rows} <= {r.name for r in calibrate.rows()}
 
 
-def test_at_rates_puts_recorded_gaps_under_the_exchange_rates_given() -> None:
+def test_at_rates_puts_recorded_gaps_under_the_budget_allowances_given() -> None:
     summary = {
         "mean_gap": 0.05,
         "worst_answer_gap": 0.2,
@@ -109,7 +109,7 @@ def test_at_rates_puts_recorded_gaps_under_the_exchange_rates_given() -> None:
         "bounds": {"decode_mean": 0.59, "self_gap": 0.0},
     }
     settings = {
-        "excess_factor": 9.0,
+        "budget_factor": 1.6,
         "mean_margin_nats": 0.01,
         "answer_margin_nats": 0.4,
         "answer_factor": 8.0,
@@ -117,8 +117,9 @@ def test_at_rates_puts_recorded_gaps_under_the_exchange_rates_given() -> None:
         "large_share_factor": 1.0,
     }
     bounds = margins.at_rates(summary, settings)["bounds"]
-    assert bounds["decode_mean"] == pytest.approx(0.05 / (9 * 0.0124 + 0.01))
-    assert bounds["decode_answer"] == pytest.approx(0.2 / (0.4 + 8 * 0.0124))
-    assert bounds["decode_large"] == pytest.approx(0.01 / (0.02 + 0.0124))
+    b = tiny_budget()
+    assert bounds["decode_mean"] == pytest.approx(0.05 / (1.6 * b + 0.01))
+    assert bounds["decode_answer"] == pytest.approx(0.2 / (0.4 + 8 * b))
+    assert bounds["decode_large"] == pytest.approx(0.01 / (0.02 + b))
     assert bounds["self_gap"] == 0.0
     assert margins.at_rates({"bounds": {}}, settings) == {"bounds": {}}

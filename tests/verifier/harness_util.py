@@ -18,7 +18,7 @@ INTEGRITY: dict[str, Any] = {
     "reference_decode": {
         "enabled": True,
         "sample": 44,
-        "excess_factor": 2.5,
+        "budget_factor": 1.6,
         "mean_margin_nats": 0.01,
         "answer_margin_nats": 0.3,
         "answer_factor": 3.0,

@@ -271,7 +271,7 @@ def test_the_left_out_share_allows_for_the_noise_of_a_few_probed_tokens() -> Non
     of 24 with int8 weights left out 5 (3.9 %) against a rate of 3.24 %, and an honest
     window of 16 on a GPU 8 (6.25 %) against 5.66 %. The allowance adds a Poisson count's
     upper tail, which vanishes as the probes grow."""
-    from verifier.checks.same_path import left_out_allowance
+    from verifier.checks.tails import left_out_allowance
 
     for rate, left_out in ((0.0324, 5), (0.0566, 8)):
         assert left_out_allowance(rate, 128) >= 2 * left_out / 128  # half of it or less
@@ -284,7 +284,7 @@ def test_the_left_out_tail_is_a_poisson_counts_not_a_normal_approximations() -> 
     """At a mean of 7.24 (128 tokens at 5.66 %) three standard deviations allow 15.3
     positions, but a Poisson count passes 15 with probability 0.0035, over twice the
     normal tail they stand for; the exact quantile is 17 (scipy's ``poisson.isf``)."""
-    from verifier.checks.same_path import LEFT_OUT_TAIL, poisson_upper
+    from verifier.checks.tails import LEFT_OUT_TAIL, poisson_upper
 
     assert poisson_upper(7.2448) == 17
     assert poisson_upper(4.1472) == 11  # 3.24 % of 128
@@ -312,7 +312,7 @@ def test_logprobs_scaled_toward_zero_score_better_than_the_model_and_fail() -> N
     result, outcomes = judged(Misbehave(scale_logprobs=0.85))
     assert not {"ppl.logprob-positive", "ppl.rank-mismatch"} & set(finding_ids(result))
     mismatch = outcomes["ppl.reference-mismatch"]
-    assert mismatch.result.status == "fail" and "better than the model" in (mismatch.result.summary)
+    assert mismatch.result.status == "fail" and "better than the" in (mismatch.result.summary)
     assert mismatch.result.details["lowest_delta_nats"] < -0.1
 
 
@@ -339,13 +339,16 @@ def test_a_ppl_below_the_models_own_on_its_pinned_set_fails_without_any_sample(
 
 def test_a_scoring_worse_than_the_model_is_left_to_the_cap() -> None:
     """A lossy scoring is the quality rule's business, not a trust check's: the records
-    scatter above the model's, and the decode is allowed what that scoring loss admits."""
+    scatter above the model's, and the decode's allowance does not move with it."""
     _, outcomes = judged(Misbehave(scale_logprobs=1.5))
     mismatch = outcomes["ppl.reference-mismatch"].result
     assert mismatch.status == "pass" and mismatch.details["mean_delta_nats"] > 0.1
     decode = outcomes["integrity.reference-decode"].result
     assert decode.status == "pass"
-    assert decode.details["allowance"]["excess"] > 0.0  # the scoring's loss widened it
+    assert decode.details["reported_scoring_loss"] > 0.1  # shown, and used by no bound
+    _, honest_outcomes = judged(Misbehave())
+    same = honest_outcomes["integrity.reference-decode"].result.details["allowance"]
+    assert decode.details["allowance"] == same
 
 
 # -- integrity.same-path -----------------------------------------------------------------------

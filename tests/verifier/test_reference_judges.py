@@ -7,6 +7,7 @@ the one quality budget lets through and what it stops.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -54,8 +55,8 @@ def ppl(ratio: float) -> PplResult:
     return PplResult(value=value, nll_sum=1000 * math.log(value), tokens=1000, records=1)
 
 
-def status(ev: ReferenceEvidence, ratio: float) -> str:
-    return judge_decode(SPEC, DECODE, ev, ppl(ratio), MODEL_PPL).result.status  # type: ignore[union-attr]
+def status(ev: ReferenceEvidence) -> str:
+    return judge_decode(SPEC, DECODE, ev).result.status  # type: ignore[union-attr]
 
 
 def spread(mean: float, n: int = 40, tokens: int = 32) -> list[AnswerScore]:
@@ -63,58 +64,72 @@ def spread(mean: float, n: int = 40, tokens: int = 32) -> list[AnswerScore]:
     return [answer([mean] * tokens, key=f"0.0.{i}") for i in range(n)]
 
 
-def test_an_honest_decode_against_the_declared_model_passes() -> None:
-    assert status(evidence(spread(0.0), 0.0), 1.0) == "pass"
+BUDGET = math.log(1.05)
 
 
-def test_a_decode_lossier_than_its_honest_scoring_fails() -> None:
-    """DecodeWindow's shape: a window of 16 decoded (mean gap 0.05 on tiny) beside a
-    full-model scoring (no loss to admit)."""
-    assert status(evidence(spread(0.05), 0.0), 1.0) == "fail"
+def test_an_honest_decode_of_the_pinned_model_passes() -> None:
+    assert status(evidence(spread(0.0), 0.0)) == "pass"
 
 
-def test_the_same_decode_passes_beside_a_scoring_that_admits_the_loss() -> None:
-    """A budgeted lossy lever (quantisation): the scoring shows 0.0366 nats per token of
-    loss (W=16's), the decode 0.054 (measured): inside the exchange rate."""
-    ev = evidence(spread(0.054), 0.0366, budgeted=True)
-    assert status(ev, 1.037) == "pass"
-    allowed = allowance(SPEC, DECODE, ev, ppl(1.037), MODEL_PPL)
+def test_the_allowance_is_the_decode_of_an_honest_model_at_the_cap() -> None:
+    """From the spec alone: budget_factor * ln(cap ratio) + the numerics margin."""
+    allowed = allowance(SPEC, DECODE)
+    assert allowed.rule == "budget" and allowed.budget == pytest.approx(BUDGET)
     assert allowed.mean == pytest.approx(
-        DECODE["excess_factor"] * 0.0366 + DECODE["mean_margin_nats"]
+        DECODE["budget_factor"] * BUDGET + DECODE["mean_margin_nats"]
     )
 
 
-def test_the_allowance_is_clipped_at_the_budget_while_inside_the_cap() -> None:
-    ev = evidence(spread(0.0), 0.2)
-    inside = allowance(SPEC, DECODE, ev, ppl(1.049), MODEL_PPL)
-    assert inside.excess == pytest.approx(math.log(1.05))
-    over = allowance(SPEC, DECODE, ev, ppl(1.3), MODEL_PPL)
-    assert over.excess == pytest.approx(0.2)  # over the cap: the cap rejects, not this
+def test_a_decode_inside_the_budget_passes_whatever_the_scoring_shows() -> None:
+    """Undeclared W=16 (ratio 1.037) decoded at a mean gap of 0.066 (its 20-run median on
+    tiny is 0.059, its worst 0.072): VERIFIED beside an honest scoring of any loss."""
+    for excess in (0.0, 0.0366):
+        assert status(evidence(spread(0.066), excess)) == "pass"
 
 
-def test_an_honest_entry_over_the_cap_is_left_to_the_cap() -> None:
-    """int4 measured: scoring loss 0.341, decode mean gap 0.38, worst answer 0.67, 14.5 %
-    of tokens over a nat; its own scoring admits all of it."""
-    answers = [answer([1.2] * 5 + [0.2] * 27, key=f"0.0.{i}") for i in range(40)]
-    ev = evidence(answers, 0.341, budgeted=True)
-    assert status(ev, 1.406) == "pass"
+def test_a_decode_whose_own_model_is_over_the_cap_fails_whatever_the_engine_reports() -> None:
+    """A window of 10 decodes at a mean gap of about 0.13 on tiny (12: 0.10): REJECTED with
+    an honest scoring, with a scoring lowered to the cap, and past it (the cap rejects that
+    too), declared or not."""
+    for excess in (0.0, 0.047, 0.2):
+        for budgeted in (False, True):
+            assert status(evidence(spread(0.13), excess, budgeted=budgeted)) == "fail"
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.05, 0.08, 0.1, 0.2])
+def test_the_verdict_does_not_move_with_what_the_engine_reports_or_declares(gap: float) -> None:
+    """Invariance: a worse reported scoring loss, a declared quantisation or KV cache, none
+    of which costs the engine anything, leaves the verdict where the decode put it."""
+    base = status(evidence(spread(gap), 0.0))
+    for excess in (0.01, 0.0488, 0.3):
+        for kv in (False, True):
+            assert status(evidence(spread(gap), excess, budgeted=True, kv=kv)) == base
+
+
+def test_the_identity_rule_allows_honest_numerics_only() -> None:
+    settings = {**DECODE, "rule": "identity"}
+    allowed = allowance(SPEC, settings)
+    assert allowed.budget == 0.0 and allowed.mean == pytest.approx(DECODE["mean_margin_nats"])
+    ev = evidence(spread(0.002), 0.0)
+    assert judge_decode(SPEC, settings, ev).result.status == "pass"  # type: ignore[union-attr]
+    ev = evidence(spread(0.03), 0.0366)
+    assert judge_decode(SPEC, settings, ev).result.status == "fail"  # type: ignore[union-attr]
 
 
 def test_a_cheat_confined_to_some_answers_fails_the_per_answer_bound() -> None:
-    """One sampled answer of 40 cheapened (0.45 nats at every token, never a whole nat),
-    the rest honest: the mean and the large-gap share stay small, that answer does not."""
-    answers = [*spread(0.0, n=39), answer([0.45] * 32, key="0.0.99")]
-    result = judge_decode(SPEC, DECODE, evidence(answers, 0.0), ppl(1.0), MODEL_PPL).result
+    """One answer of 40 cheapened (1.0 nat at every token), the rest honest: the mean stays
+    inside its bound, that answer does not."""
+    answers = [*spread(0.0, n=39), answer([0.99] * 32, key="0.0.99")]
+    result = judge_decode(SPEC, DECODE, evidence(answers, 0.0)).result
     assert result is not None and result.status == "fail"
     assert "answer 0.0.99" in result.summary
 
 
 def test_a_cheat_on_a_share_of_tokens_fails_the_large_gap_share() -> None:
-    """Every answer with 3 of its 32 tokens the second best (1.5 nats off): each answer's
-    mean (0.14) and the mean are inside their bounds; 9 % of whole-nat gaps is not."""
-    answers = [answer([1.5] * 3 + [0.0] * 29, key=f"0.0.{i}") for i in range(40)]
-    ev = evidence(answers, 0.06, budgeted=True)  # even beside a lossy scoring
-    result = judge_decode(SPEC, DECODE, ev, ppl(1.04), MODEL_PPL).result
+    """Every answer with 2 of its 32 tokens 1.2 nats off: mean 0.075 is inside its bound,
+    6 % of whole-nat gaps is not."""
+    answers = [answer([1.2] * 2 + [0.0] * 30, key=f"0.0.{i}") for i in range(40)]
+    result = judge_decode(SPEC, DECODE, evidence(answers, 0.06, budgeted=True)).result
     assert result is not None and result.status == "fail"
     assert "over 1 nats" in result.summary
 
@@ -154,8 +169,30 @@ def test_a_lossy_models_records_scatter_both_ways_and_pass() -> None:
 
 def test_one_flattered_record_of_a_faithful_engine_fails_per_record() -> None:
     deltas = [0.0] * 15 + [-0.05]
-    out = _ppl_outcome(deltas, {"SLIDING_WINDOW": 16})
-    assert out.status == "fail" and "record r15" in out.summary
+    for config in ({}, {"SLIDING_WINDOW": 16}, {"QUANTIZATION": "int8"}):  # declared or not
+        out = _ppl_outcome(deltas, config)
+        assert out.status == "fail" and "record r15" in out.summary
+
+
+def _claims(n: int, withheld: int, claimed: int) -> Any:
+    records = [
+        RecordScore(f"r{i}", 100, 300.0, 300.0, claimed=claimed, withheld=withheld)
+        for i in range(n)
+    ]
+    ev = ReferenceEvidence(sample_seed=1, model=declared_model({}, "float32"), records=records)
+    measured = PplResult(value=math.exp(3.0), nll_sum=300.0 * n, tokens=100 * n, records=n)
+    return judge_ppl(SPEC, PPL_SETTINGS, ev, measured).result
+
+
+def test_a_scoring_answer_that_withholds_its_top_fails() -> None:
+    """An answer that lists only the token asked about claims it as its top everywhere; on
+    held-out text the verifier's model puts it a whole nat below its own top at about half
+    the positions. An honest lossy engine's claimed tops disagree that much about as often
+    as its decode's large gaps (2 % at W=16)."""
+    withholder = _claims(16, withheld=48, claimed=100)
+    assert withholder.status == "fail" and "withhold their top" in withholder.summary
+    honest = _claims(16, withheld=2, claimed=40)
+    assert honest.status == "pass", honest.summary
 
 
 def test_a_flattery_spread_over_every_record_fails_on_average() -> None:
@@ -187,6 +224,13 @@ def test_the_reference_runs_the_declared_window_and_dtype(
     assert env.get("SLIDING_WINDOW") == (str(window) if window else None)
 
 
+def test_under_the_budget_rule_the_reference_is_the_pinned_model_whatever_is_declared() -> None:
+    model = declared_model({"SLIDING_WINDOW": 16, "DTYPE": "bfloat16"}, "float32", "budget")
+    assert model.sliding_window is None and model.dtype == "float32" and model.applied == {}
+    assert model.budgeted == {"SLIDING_WINDOW": 16, "DTYPE": "bfloat16"}
+    assert model.engine_env() == {} and model.rule == "budget"
+
+
 def test_quantisation_and_the_kv_cache_dtype_are_budgeted_not_reproduced() -> None:
     model = declared_model(
         {"QUANTIZATION": "fp8", "KV_CACHE_DTYPE": "fp8", "DTYPE": "auto"}, "bfloat16"
@@ -199,12 +243,19 @@ def test_quantisation_and_the_kv_cache_dtype_are_budgeted_not_reproduced() -> No
 
 
 def _same_path(
-    own_top: int, of: int, excess: float, ratio: float, *, kv: bool = True, off: float = 0.5
+    own_top: int,
+    of: int,
+    excess: float,
+    *,
+    kv: bool = True,
+    in_effect: bool = False,
+    off: float = 0.5,
 ) -> Any:
     """A probed answer of ``of`` tokens, ``own_top`` of them the engine's own teacher-forced
     top (the rest ``off`` nats below a token it did not generate), judged with the reference
     evidence of an engine whose scoring loses ``excess`` nats per token (``kv``: it declares
-    a KV-cache dtype the reference cannot reproduce)."""
+    a KV-cache dtype the reference cannot reproduce; ``in_effect``: vLLM's own arguments
+    show it in effect)."""
 
     from verifier.checks.base import CheckContext
     from verifier.checks.same_path import same_path
@@ -219,10 +270,13 @@ def _same_path(
     ]
     probe = SamePathProbe("0.0.0", "p", [5, 6], tokens, positions)
     ev = evidence(spread(0.0), excess, kv=kv)
+    if in_effect:
+        assert ev.model is not None
+        ev.model = dataclasses.replace(ev.model, in_effect={"KV_CACHE_DTYPE": "fp8"})
     ev.scored["0.0.0"] = [Position(1, 0.0, 1, 0.0) for _ in range(of)]
     ctx = CheckContext(
         SPEC,
-        ppl=ppl(ratio),
+        ppl=ppl(1.0 + excess),
         evidence=Evidence(plan={}, same_path=[probe]),
         reference_evidence=ev,
         model_ppl=MODEL_PPL,
@@ -230,31 +284,30 @@ def _same_path(
     return same_path(ctx).result
 
 
-def test_a_kv_cache_that_loses_what_its_ppl_admits_may_decode_off_its_own_scoring() -> None:
-    """vLLM's bfloat16 KV cache on its CPU build: 78.9 % own-top at a scoring loss of 0.41
-    nats per token, PPL 1.51 x the model's: the cap rejects it; same-path must not add a
-    second verdict about paths the loss already condemns."""
-    over = _same_path(101, 128, excess=0.41, ratio=1.51)
-    assert over.status == "pass", over.summary
-    assert over.details["required_fraction"] == pytest.approx(0.95 - 0.41)
+def test_a_declared_kv_cache_buys_nothing_until_it_is_seen_in_effect() -> None:
+    """The baseline engine ignores KV_CACHE_DTYPE: declaring it must not widen any bound,
+    however much scoring loss the engine reports."""
+    for excess in (0.0, 0.0366, 0.3):
+        declared = _same_path(120, 128, excess=excess, kv=True, off=0.2)
+        assert declared.status == "fail" and "self-gap" in declared.summary
+        assert declared.details["max_mean_self_gap"] == pytest.approx(0.005)
+        assert declared.details["required_fraction"] == pytest.approx(0.95)
 
 
-def test_inside_the_cap_the_slack_is_the_budget_and_no_more() -> None:
-    honest_numerics = _same_path(101, 128, excess=0.0, ratio=1.0)
-    assert honest_numerics.status == "fail"  # nothing lost: decode must be its own scoring
-    inside = _same_path(101, 128, excess=0.2, ratio=1.04)  # e is clipped to ln 1.05
-    assert inside.status == "fail"
-    assert inside.details["required_fraction"] == pytest.approx(0.95 - math.log(1.05))
-    assert _same_path(118, 128, excess=0.2, ratio=1.04).status == "pass"  # 92 % >= 90.1 %
-
-
-# -- integrity.same-path: self-consistency ----------------------------------------------------
+def test_a_kv_cache_seen_in_effect_may_decode_off_its_scoring_by_the_budget() -> None:
+    seen = _same_path(120, 128, excess=0.0, kv=True, in_effect=True, off=0.2)
+    assert seen.details["kv_cache_in_effect"] is True
+    assert seen.details["max_mean_self_gap"] == pytest.approx(0.005 + BUDGET)
+    assert seen.status == "pass", seen.summary
+    # and the allowance is the budget's, whatever loss the engine reports
+    again = _same_path(120, 128, excess=0.3, kv=True, in_effect=True, off=0.2)
+    assert again.details["max_mean_self_gap"] == seen.details["max_mean_self_gap"]
 
 
 def test_an_undeclared_approximation_on_every_path_is_self_consistent_at_any_loss() -> None:
     """Undeclared W=16 (scoring loss 0.0366): its decode is its own scoring's top at every
     token, so the self-gap is 0 however lossy the model it serves."""
-    result = _same_path(128, 128, excess=0.0366, ratio=1.037, kv=False)
+    result = _same_path(128, 128, excess=0.0366, kv=False)
     assert result.status == "pass", result.summary
     assert result.details["mean_self_gap"] == 0.0
 
@@ -262,18 +315,9 @@ def test_an_undeclared_approximation_on_every_path_is_self_consistent_at_any_los
 def test_a_decode_harsher_than_its_scoring_fails_self_consistency() -> None:
     """A double spender inside the tie tolerance: 8 of 128 tokens 0.2 nats below the
     engine's own scoring top (every token within 0.25, so the fraction rule is met):
-    mean self-gap 0.0125 > 0.005, whatever the scoring loss, without a KV cache declared."""
-    result = _same_path(120, 128, excess=0.0366, ratio=1.037, kv=False, off=0.2)
+    mean self-gap 0.0125 > 0.005, whatever the scoring loss."""
+    result = _same_path(120, 128, excess=0.0366, kv=False, off=0.2)
     assert result.details["fraction"] == 1.0
     assert result.details["mean_self_gap"] == pytest.approx(8 * 0.2 / 128)
     assert result.details["max_mean_self_gap"] == pytest.approx(0.005)
     assert result.status == "fail" and "self-gap" in result.summary
-
-
-def test_a_declared_kv_cache_may_decode_off_its_scoring_by_its_loss() -> None:
-    """A declared KV-cache dtype changes only what decoding reads back: the same decode
-    passes with the scoring loss added to the self-gap allowance."""
-    result = _same_path(120, 128, excess=0.0366, ratio=1.037, kv=True, off=0.2)
-    assert result.details["kv_cache_declared"] is True
-    assert result.details["max_mean_self_gap"] == pytest.approx(0.005 + 0.0366)
-    assert result.status == "pass", result.summary

@@ -1,44 +1,49 @@
 """The verifier's own model judges the timed work: pure functions of the reference evidence.
 
 The reference phase (``verifier.harness.reference``) has asked the verifier's reference
-engine, after the participant's engine stopped, to score a seeded sample of the timed
-answers and of the held-out PPL records; it ran the model as the entry declared it
-wherever it can reproduce that exactly (the window, the dtype: ``verifier.declared``).
-These checks read that evidence and send nothing.
+engine, after the participant's engine stopped, to score the timed answers (every one,
+or a seeded sample) and a seeded sample of the held-out PPL records. These checks read
+that evidence and send nothing.
 
-**One quality budget.** The challenge's quality rule is the only allowance for loss:
-``B = ln(cap / model PPL)`` nats per token (``ln(max_ratio)`` for a ratio rule). Both
-paths answer to it.
+**Nothing can be bought.** Every bound below is a function of the challenge spec and of
+what the verifier measured itself. None depends on a number the engine reports (its
+scoring loss, its PPL, its own top) or on a lever it declares: reporting a worse PPL
+under a cap, or declaring a knob, costs the engine nothing, so neither may move a
+verdict (``docs/measurement.md``). The quality rule gives one budget,
+``B = ln(cap / model PPL)`` nats per token (``ln(max_ratio)`` for a ratio rule), the only
+allowance for loss on either path.
 
-- ``integrity.reference-decode``: at every sampled generated position the gap is
-  ``reference top logprob - reference logprob of the generated token`` (>= 0, nats). Let
-  ``e`` be the engine's scoring loss against the reference on the sampled PPL records
-  (engine NLL - reference NLL, token-weighted, nats per token; 0 if negative), clipped to
-  ``B`` while the PPL is within the cap. The decode may not be lossier than the engine's
-  own scoring admits (no double spending of the budget), so, with the calibrated
-  exchange rate ``k = excess_factor`` between a scoring loss and the greedy decode's gap
-  (measured 1.5 to 2.2 on honest windows the reference did not reproduce):
+- ``integrity.reference-decode``: at every scored generated position the gap is
+  ``reference top logprob - reference logprob of the generated token`` (>= 0, nats).
+  Under the ``budget`` rule the reference is the pinned model, and the decode may be as
+  lossy as the greedy decode of an honest model at the PPL cap (``budget_factor``,
+  calibrated on honest windows and quantisation, is that model's mean gap per nat of
+  budget):
 
-  * mean gap over the sample <= ``k * e + mean_margin_nats``;
-  * mean gap of every sampled answer <= ``answer_margin_nats + answer_factor * e``;
-  * share of sampled tokens with a gap over ``large_gap_nats`` (whole nats: a cheat's
-    tokens) <= ``large_share + large_share_factor * e``.
+  * mean gap over the scored answers <= ``budget_factor * B + mean_margin_nats``;
+  * mean gap of every answer <= ``answer_margin_nats + answer_factor * B``;
+  * share of tokens with a gap over ``large_gap_nats`` (whole nats: a cheat's tokens)
+    <= ``large_share + large_share_factor * B``.
 
-  Against a reference that reproduces the declared model, an honest entry's gaps are
-  numerics (mean ~0.001 nats) and only the margins matter; against one that cannot
-  (quantisation, a KV-cache dtype), the loss its own scoring shows buys it the same loss
-  in decode, and no more. A cheaper decode beside an honest scoring, a replayed or
-  spliced answer, or a garbage tail opens gaps of nats.
-- ``ppl.reference-mismatch``: no engine serves a better model than the one it declared,
-  on average: over the sample, token-weighted, the engine's NLL per token minus the
+  Under the ``identity`` rule the reference is the declared model, as far as it
+  reproduces it exactly (``verifier.declared``), and ``B`` counts as 0: the answers must
+  be that model's greedy decode within honest numerics. A decode whose own model is over
+  the cap, a replayed or spliced answer, or a garbage tail opens gaps past either.
+- ``ppl.reference-mismatch``: no engine serves a better model than the pinned one, on
+  average: over the sample, token-weighted, the engine's NLL per token minus the
   reference's must be >= ``-max_lower_mean_nats``; and where the spec pins the model's
   own PPL on the held-out set in use, the whole set's PPL must be at least that times
-  ``exp(-max_lower_mean_nats)``. A lossy model's single records scatter both ways, so
-  the per-record bound ``max_lower_nats`` applies only where the engine serves the model
-  the reference runs (every declared change reproduced, and a mean delta within that
-  bound: then single records scatter by numerics alone); the judged PPL
+  ``exp(-max_lower_mean_nats)``. Single records scatter both ways under a lossy model,
+  by about its mean loss: each record may be at most ``max_lower_nats`` plus 1.5 times
+  the sample's mean loss better than the reference, judged where that mean is within
+  ``max_lower_nats`` (raising the mean to widen it costs the engine as much PPL as the
+  flattery could win back, since the sample is drawn after the trials). The judged PPL
   is never lower than the reference's on the records it scored (``judged_ppl``), so
-  flattering a sampled record gains nothing.
+  flattering a sampled record gains nothing. And the scoring answers must name the
+  engine's own top: where an answer lists the scored token as its top, the reference
+  may put that token a whole ``large_gap_nats`` below its own top no more often than the
+  decode's large gaps are allowed (with a Poisson count's sampling noise); an answer that
+  withholds its top (lists only the token asked about) fails.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from verifier.checks.base import (
     percent,
     skipped,
 )
+from verifier.checks.tails import left_out_allowance
 from verifier.evidence import AnswerScore, PplResult, ReferenceEvidence
 
 #: the share of cheating answers the sample size is sized against (``docs/measurement.md``)
@@ -78,11 +84,10 @@ def _quantile(values: list[float], q: float) -> float:
 
 @dataclass(frozen=True)
 class Allowance:
-    """The loss the decode may show, from the engine's own scoring loss ``excess``."""
+    """The loss the decode may show: a function of the spec alone."""
 
-    excess: float  # e: clipped at 0, and at the budget while the PPL is within the cap
-    source: str  # where e came from
-    budget: float | None
+    rule: str  # budget | identity
+    budget: float  # B, the nats per token the allowances grow with (0 under identity)
     mean: float
     answer: float
     large_share: float
@@ -92,35 +97,25 @@ class Allowance:
         return dict(self.__dict__)
 
 
-def scoring_excess(
-    spec: ChallengeSpec, ev: ReferenceEvidence, ppl: PplResult | None, model_ppl: float | None
-) -> tuple[float | None, str]:
-    """The engine's scoring loss against the reference (nats per token) and its source."""
-    sampled = ev.excess_nats
-    if sampled is not None:
-        return sampled, f"{len(ev.records)} sampled PPL records against the reference"
-    if ppl is not None and model_ppl and math.isfinite(ppl.value) and ppl.value > 0:
-        return math.log(ppl.value / model_ppl), "the PPL against the model's pinned PPL"
-    return None, "unknown (no PPL record was scored): none is allowed"
+def rule_of(settings: dict[str, Any]) -> str:
+    return str(settings.get("rule", "budget"))
 
 
-def allowance(
-    spec: ChallengeSpec,
-    settings: dict[str, Any],
-    ev: ReferenceEvidence,
-    ppl: PplResult | None,
-    model_ppl: float | None,
-) -> Allowance:
-    raw, source = scoring_excess(spec, ev, ppl, model_ppl)
-    budget = spec.quality.budget_nats
-    e = max(0.0, raw or 0.0)
-    within_cap = ppl is None or not math.isfinite(ppl.value) or ppl.value <= spec.quality.cap
-    if budget is not None and within_cap:
-        e = min(e, budget)
-    mean, answer, large_share = decode_allowances(e, settings)
+def budget_of(spec: ChallengeSpec, settings: dict[str, Any]) -> float:
+    """B under the spec's rule: ``spec.quality.budget_nats`` for ``budget`` (0 where the
+    quality rule gives none), 0 for ``identity``."""
+    if rule_of(settings) != "budget":
+        return 0.0
+    return float(spec.quality.budget_nats or 0.0)
+
+
+def allowance(spec: ChallengeSpec, settings: dict[str, Any]) -> Allowance:
+    """The reference decode's allowances: from the spec (its budget and the check's
+    settings), and from nothing the engine says."""
+    budget = budget_of(spec, settings)
+    mean, answer, large_share = decode_allowances(budget, settings)
     return Allowance(
-        excess=e,
-        source=source,
+        rule=rule_of(settings),
         budget=budget,
         mean=mean,
         answer=answer,
@@ -129,15 +124,21 @@ def allowance(
     )
 
 
-def decode_allowances(e: float, settings: dict[str, Any]) -> tuple[float, float, float]:
-    """What the reference decode allows for a scoring loss ``e`` under ``settings`` (a
+def decode_allowances(budget: float, settings: dict[str, Any]) -> tuple[float, float, float]:
+    """What the reference decode allows for a budget ``budget`` under ``settings`` (a
     spec's ``integrity.reference_decode``): the mean gap, one answer's mean gap, and the
     share of tokens over ``large_gap_nats``."""
     return (
-        float(settings["excess_factor"]) * e + float(settings["mean_margin_nats"]),
-        float(settings["answer_margin_nats"]) + float(settings["answer_factor"]) * e,
-        float(settings["large_share"]) + float(settings["large_share_factor"]) * e,
+        float(settings["budget_factor"]) * budget + float(settings["mean_margin_nats"]),
+        float(settings["answer_margin_nats"]) + float(settings["answer_factor"]) * budget,
+        float(settings["large_share"]) + float(settings["large_share_factor"]) * budget,
     )
+
+
+def reported_loss(ev: ReferenceEvidence) -> float | None:
+    """The engine's own scoring loss against the reference on the sampled PPL records
+    (nats per token): shown for the reader, used by no bound."""
+    return ev.excess_nats
 
 
 def _answer_row(answer: AnswerScore, large_gap: float) -> dict[str, Any]:
@@ -164,16 +165,12 @@ def _answer_row(answer: AnswerScore, large_gap: float) -> dict[str, Any]:
 
 
 def judge_decode(
-    spec: ChallengeSpec,
-    settings: dict[str, Any],
-    ev: ReferenceEvidence,
-    ppl: PplResult | None,
-    model_ppl: float | None = None,
+    spec: ChallengeSpec, settings: dict[str, Any], ev: ReferenceEvidence
 ) -> CheckOutcome:
     """``integrity.reference-decode`` on gathered evidence (see the module docstring)."""
     if not ev.answers:
         return skipped(INTEGRITY_REFERENCE_DECODE, "no timed answer carries token ids")
-    allowed = allowance(spec, settings, ev, ppl, model_ppl)
+    allowed = allowance(spec, settings)
     rows = [_answer_row(a, allowed.large_gap) for a in ev.answers]
     gaps = [g for a in ev.answers for g in a.gaps]
     total = sum(r["tokens"] for r in rows)
@@ -207,6 +204,7 @@ def judge_decode(
         "large_gap_share": share,
         "worst_answer": {k: worst[k] for k in ("record", "prompt_id", "mean_gap")},
         "allowance": allowed.to_dict(),
+        "reported_scoring_loss": reported_loss(ev),
         "exact_argmax": sum(r.get("exact", 0) for r in rows) / total if total else 1.0,
         "max_gap": max(gaps, default=0.0),
         "gap_p99": _quantile(gaps, 0.99),
@@ -227,8 +225,12 @@ def judge_decode(
         f"{total} generated tokens in {len(rows)} sampled answers: mean gap to the reference's "
         f"greedy choice {mean_gap:.4f} nats (allowed {allowed.mean:.4f}), worst answer "
         f"{worst['mean_gap']:.3f} (allowed {allowed.answer:.3f}), {percent(share)} over "
-        f"{allowed.large_gap:g} nats (allowed {percent(allowed.large_share)}); the engine's "
-        f"scoring loss {allowed.excess:.4f} nats per token"
+        f"{allowed.large_gap:g} nats (allowed {percent(allowed.large_share)}), "
+        + (
+            f"the decode of an honest model at the PPL cap ({allowed.budget:.4f} nats of budget)"
+            if allowed.rule == "budget"
+            else "the declared model's greedy decode"
+        )
     )
     if why:
         text = "; ".join(why) + f" ({text})"
@@ -237,8 +239,10 @@ def judge_decode(
         not why,
         text,
         details,
-        hint="the timed answers must be the declared model's greedy decode of the prompt "
-        "sent, no lossier than the engine's own scoring of the held-out text",
+        hint="the timed answers must be the greedy decode of the prompt sent by a model no "
+        "lossier than the quality rule allows"
+        if allowed.rule == "budget"
+        else "the timed answers must be the declared model's greedy decode of the prompt sent",
     )
 
 
@@ -276,6 +280,30 @@ def _below_the_model(
     )
 
 
+#: how far single records may scatter below the reference, per nat of the sample's mean loss
+RECORD_SCATTER = 1.5
+
+
+def withheld_tops(spec: ChallengeSpec, ev: ReferenceEvidence) -> dict[str, Any]:
+    """Over the sampled PPL records: where an answer lists the scored token as its own top
+    (``claimed``), how often the reference puts it a whole ``large_gap_nats`` below its top
+    (``withheld``), and the share allowed: the decode's large-gap allowance (an honest
+    engine's top disagrees with the reference's by that much as often as its greedy
+    tokens do), with a Poisson count's sampling noise."""
+    decode = spec.check("reference_decode")
+    rate = allowance(spec, decode).large_share if "large_gap_nats" in decode else 0.02
+    large_gap = float(decode.get("large_gap_nats", 1.0))
+    claimed = sum(r.claimed for r in ev.records)
+    withheld = sum(r.withheld for r in ev.records)
+    return {
+        "claimed": claimed,
+        "withheld": withheld,
+        "share": withheld / claimed if claimed else 0.0,
+        "allowed": left_out_allowance(rate, claimed) if claimed else 1.0,
+        "large_gap": large_gap,
+    }
+
+
 def judge_ppl(
     spec: ChallengeSpec,
     settings: dict[str, Any],
@@ -299,17 +327,19 @@ def judge_ppl(
             "engine_nll_per_token": r.engine_nll / r.tokens,
             "reference_nll_per_token": r.reference_nll / r.tokens,
             "delta_nats": r.delta,
+            "claimed_top": r.claimed,
+            "top_withheld": r.withheld,
         }
         for r in ev.records
     ]
     low = min(rows, key=lambda r: r["delta_nats"])
     high = max(rows, key=lambda r: r["delta_nats"])
     mean_delta = ev.excess_nats or 0.0
-    # single records differ by numerics alone only where the engine serves the model the
-    # reference runs: every declared change reproduced, and no loss on average
+    # single records scatter both ways under a lossy model, by about its mean loss; judged
+    # where that mean is small, whatever the entry declares (a declaration costs nothing)
     per_record = float(settings["max_lower_nats"])
-    reproduced = (ev.model is None or not ev.model.budgeted) and mean_delta <= per_record
-    lower = per_record if reproduced else None
+    lower = per_record + RECORD_SCATTER * max(0.0, mean_delta) if mean_delta <= per_record else None
+    withheld = withheld_tops(spec, ev)
     judged_value = judged_ppl(ppl, ev)
     details: dict[str, Any] = {
         "sample_seed": f"{ev.sample_seed:016x}",
@@ -327,6 +357,7 @@ def judge_ppl(
         "reference_ppl_of_sample": math.exp(
             math.fsum(r.reference_nll for r in ev.records) / sum(r.tokens for r in ev.records)
         ),
+        "tops": withheld,
     }
     range_text = f"from {low['delta_nats']:+.4f} to {high['delta_nats']:+.4f} nats per token"
     hint = "report the log-probabilities the served model computes, unscaled"
@@ -334,7 +365,7 @@ def judge_ppl(
         return failed(
             PPL_REFERENCE_MISMATCH,
             f"over {len(rows)} sampled records the engine scores {-mean_delta:.4f} nats per "
-            f"token better than the model it declared (allowed {mean_lower:g} on average): "
+            f"token better than the pinned model (allowed {mean_lower:g} on average): "
             f"its log-probabilities are flattered ({range_text})",
             details,
             hint=hint,
@@ -343,17 +374,30 @@ def judge_ppl(
         return failed(
             PPL_REFERENCE_MISMATCH,
             f"record {low['id']} scores {-low['delta_nats']:.4f} nats per token better than "
-            f"the model it declared, which the reference reproduces (allowed {lower:g}): no "
-            f"engine serves a better model than the one it was given ({len(rows)} sampled "
-            f"records, {range_text})",
+            f"the reference (allowed {lower:.4f} where the sample's mean loss is "
+            f"{mean_delta:+.4f}): no engine serves a better model than the one it was given "
+            f"({len(rows)} sampled records, {range_text})",
             details,
             hint=hint,
         )
-    floor_text = f"-{lower:g} per record, " if lower is not None else ""
+    if withheld["share"] > withheld["allowed"]:
+        return failed(
+            PPL_REFERENCE_MISMATCH,
+            f"the scoring answers withhold their top: at {withheld['withheld']} of "
+            f"{withheld['claimed']} scored positions where an answer lists the scored token "
+            f"as its own top ({percent(withheld['share'])}), the verifier's model puts that "
+            f"token over {withheld['large_gap']:g} nats below its top (allowed "
+            f"{percent(withheld['allowed'])})",
+            details,
+            hint="list the engine's own top token at every position, as prompt_logprobs asks",
+        )
+    floor_text = f"-{lower:.4f} per record, " if lower is not None else ""
     return passed(
         PPL_REFERENCE_MISMATCH,
-        f"{len(rows)} sampled records against the declared model: {range_text} (allowed "
-        f"{floor_text}-{mean_lower:g} on average)",
+        f"{len(rows)} sampled records against the reference: {range_text} (allowed "
+        f"{floor_text}-{mean_lower:g} on average); the scoring answers' own tops: "
+        f"{withheld['withheld']} of {withheld['claimed']} contradicted by over "
+        f"{withheld['large_gap']:g} nats (allowed {percent(withheld['allowed'])})",
         details,
     )
 
@@ -370,7 +414,7 @@ def reference_decode(ctx: CheckContext) -> CheckOutcome:
         )
     if ctx.reference_evidence is None:
         return skipped(INTEGRITY_REFERENCE_DECODE, "no reference engine was run")
-    return judge_decode(ctx.spec, settings, ctx.reference_evidence, ctx.ppl, ctx.model_ppl)
+    return judge_decode(ctx.spec, settings, ctx.reference_evidence)
 
 
 def reference_ppl(ctx: CheckContext) -> CheckOutcome:

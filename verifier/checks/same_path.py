@@ -14,16 +14,18 @@ engine has stopped, at each generated position:
   engine that lists only what it generated, labelled as the top, does not pass by
   forging its own scoring.
 
-The first fraction must be at least ``min_fraction``, less the engine's own scoring loss
-``e`` against the reference (nats per token, the decode allowance's, clipped to the
-quality budget within the cap): a KV cache the reference cannot reproduce makes decoding
-(which reads the cache) and scoring (which computes most of it afresh) differ by what its
-loss admits, and a whole nat of loss per token leaves nothing of this filter, as it
-leaves the entry over any cap. The share of positions that leave the reference's top out
-may be what the decode's own allowance gives its large gaps (``verifier.checks.reference``:
-a lossy entry the reference cannot reproduce differs from it by what its own scoring loss
-admits, and no more), with room for the sampling noise of a count over a few probes
-(``left_out_allowance``: a Poisson count's tail). This is a cheap first filter,
+The first fraction must be at least ``min_fraction``, and the mean self-gap (the engine's
+own top minus its value of the token it generated) at most ``max_mean_self_gap_nats``:
+honest numerics between a decode and a prefill kernel. Neither bound moves with anything
+the engine reports or declares. Only a KV-cache change the reference cannot reproduce,
+**seen in effect** in the engine's own runtime (vLLM's parsed arguments,
+``DeclaredModel.in_effect``; a declaration alone buys nothing), makes decoding (which
+reads the cache back) and scoring (which computes most of it afresh) differ by more: then
+the fraction may be lower by ``large_share_factor * B`` and the self-gap higher by
+``self_gap_factor * B``, with ``B`` the challenge's quality budget. The share of positions
+that leave the reference's top out may be the decode's own large-gap allowance
+(``verifier.checks.reference``), with room for the sampling noise of a count over a few
+probes (``verifier.checks.tails``). This is a cheap first filter,
 not the proof: an engine that recognises the probes could answer them honestly, and the
 proof of honest decoding is ``integrity.reference-decode`` on the timed answers
 themselves. Without a reference engine (a self-check run without one) only the first
@@ -33,7 +35,6 @@ condition is judged, and the summary says so.
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any
 
 from schemas.check_ids import INTEGRITY_SAME_PATH, PPL_RANK_MISMATCH
@@ -48,7 +49,7 @@ from verifier.checks.base import (
     skipped,
 )
 from verifier.checks.reference import allowance
-from verifier.declared import KV_CACHE
+from verifier.checks.tails import left_out_allowance
 from verifier.evidence import Position, SamePathProbe
 from verifier.harness.ppl import listed_values, rank_contradictions
 
@@ -117,57 +118,16 @@ def agreement(
 
 
 def self_gap_allowance(
-    settings: dict[str, Any], excess: float, kv_cache_declared: bool
+    settings: dict[str, Any], budget: float, kv_cache_in_effect: bool
 ) -> float | None:
     """The mean self-gap allowed: honest numerics between an engine's decode and prefill
-    kernels; where the entry declares a KV-cache change the reference cannot reproduce,
-    plus ``self_gap_factor`` times its scoring loss ``e``. None where the spec sets no
-    bound."""
+    kernels; where a KV-cache change the reference cannot reproduce is seen in effect,
+    plus ``self_gap_factor`` times the quality budget. None where the spec sets no bound."""
     margin = settings.get("max_mean_self_gap_nats")
     if margin is None:
         return None
-    factor = float(settings.get("self_gap_factor", 0.0)) if kv_cache_declared else 0.0
-    return float(margin) + factor * excess
-
-
-#: the chance an honest count may have of breaking the left-out allowance by sampling noise
-#: alone: the one-sided tail of three standard deviations of a normal variable
-LEFT_OUT_TAIL = 0.00135
-
-
-def poisson_upper(mean: float, tail: float = LEFT_OUT_TAIL) -> int:
-    """The smallest count k with P(X > k) <= ``tail`` for a Poisson count X of ``mean``.
-
-    Exact, by summing the distribution, where that is cheap; beyond a mean of 500 the
-    normal approximation with its continuity correction, which is exact enough there."""
-    if mean <= 0:
-        return 0
-    if mean > 500:
-        z = statistics.NormalDist().inv_cdf(1.0 - tail)
-        return math.ceil(mean + z * math.sqrt(mean) - 0.5)
-    k, pmf = 0, math.exp(-mean)
-    below = pmf  # P(X <= k)
-    while 1.0 - below > tail:
-        k += 1
-        pmf *= mean / k
-        below += pmf
-    return k
-
-
-def left_out_allowance(rate: float, tokens: int) -> float:
-    """The share of probed positions that may leave out the reference's top: the decode's
-    large-gap allowance ``rate`` (an honest engine lists its own top, the token it
-    generated, so its left-out positions are its decode's large gaps), with the sampling
-    noise of a count of ``tokens`` positions at that rate: the count a Poisson count of
-    mean ``rate * tokens`` exceeds with probability ``LEFT_OUT_TAIL`` at most, over
-    ``tokens``. A few probes hold few tokens (128 on tiny), and a count of a few has a
-    longer upper tail than three standard deviations give (at a mean of 7.2, 17 where
-    they give 15): an honest window of 24 with int8 weights left out 5 of 128 (3.9 %)
-    against a rate of 3.2 % while its decode's large gaps over 1,408 sampled tokens were
-    1.1 %, and an honest window of 16 on a GPU left out 8 of 128 against 5.7 %."""
-    if tokens <= 0:
-        return rate
-    return max(rate, poisson_upper(rate * tokens) / tokens)
+    factor = float(settings.get("self_gap_factor", 0.0)) if kv_cache_in_effect else 0.0
+    return float(margin) + factor * budget
 
 
 def same_path(ctx: CheckContext) -> CheckOutcome:
@@ -185,13 +145,11 @@ def same_path(ctx: CheckContext) -> CheckOutcome:
     minimum = float(settings["min_fraction"])
     ev = ctx.reference_evidence
     decode = ctx.spec.check("reference_decode")
-    allowed = (
-        allowance(ctx.spec, decode, ev, ctx.ppl, ctx.model_ppl)
-        if ev is not None and decode.get("enabled")
-        else None
-    )
+    allowed = allowance(ctx.spec, decode) if ev is not None and decode.get("enabled") else None
     large_gap = allowed.large_gap if allowed is not None else math.inf
-    slack = allowed.excess * float(decode["large_share_factor"]) if allowed is not None else 0.0
+    kv_cache = ev is not None and ev.model is not None and ev.model.kv_cache_in_effect()
+    budget = float(ctx.spec.quality.budget_nats or 0.0)
+    slack = budget * float(decode.get("large_share_factor", 0.0)) if kv_cache else 0.0
     required = max(minimum - slack, 0.0)
     total = matched = missing = 0
     rows: list[dict[str, Any]] = []
@@ -221,17 +179,12 @@ def same_path(ctx: CheckContext) -> CheckOutcome:
         left_out_allowance(allowed.large_share, total) if allowed is not None and total else None
     )
     mean_self_gap = math.fsum(gaps) / len(gaps) if gaps else 0.0
-    kv_cache = (
-        ev is not None and ev.model is not None and bool(set(ev.model.budgeted) & set(KV_CACHE))
-    )
-    max_self_gap = self_gap_allowance(
-        settings, allowed.excess if allowed is not None else 0.0, kv_cache
-    )
+    max_self_gap = self_gap_allowance(settings, budget, kv_cache)
     details = {
         "mean_self_gap": mean_self_gap,
         "max_mean_self_gap": max_self_gap,
         "largest_self_gap": max(gaps, default=0.0),
-        "kv_cache_declared": kv_cache,
+        "kv_cache_in_effect": kv_cache,
         "fraction": fraction,
         "min_fraction": minimum,
         "required_fraction": required,
@@ -247,7 +200,7 @@ def same_path(ctx: CheckContext) -> CheckOutcome:
     text = (
         f"{percent(fraction)} of {total} generated tokens in {len(rows)} probed answers are "
         f"the engine's own teacher-forced top by value (required {percent(required)}"
-        + (f": {percent(minimum)} less its scoring loss {slack:.3f}" if slack > 0 else "")
+        + (f": {percent(minimum)} less a KV cache's {slack:.3f}" if slack > 0 else "")
         + ")"
     )
     if max_left is not None:

@@ -198,6 +198,20 @@ def score_record(
     return None if len(violations.findings) > before else (nll, len(prompt) - first)
 
 
+def claimed_tops(prompt: list[int], n_context: int, positions: list[Any] | None) -> tuple[int, ...]:
+    """The scored positions where an answer's listed values make the prompt's own token
+    its top (within ``RANK_TOLERANCE``): what the engine claims of its distribution."""
+    if positions is None or len(positions) != len(prompt):
+        return ()
+    out: list[int] = []
+    for index in range(max(n_context, 1), len(prompt)):
+        values = listed_values(positions[index])
+        token = prompt[index]
+        if token in values and values[token] >= max(values.values()) - RANK_TOLERANCE:
+            out.append(index)
+    return tuple(out)
+
+
 class PplScorer:
     """Scores PPL records one request at a time, wherever they are sent; ``result`` sums up."""
 
@@ -230,7 +244,10 @@ class PplScorer:
         nll, tokens = scored if scored is not None else (0.0, len(target))
         seconds = time.perf_counter() - t0
         self.seconds += seconds
-        score = PplRecordScore(record_id, tokens, nll, seconds, scored=scored is not None)
+        claimed = claimed_tops(prompt, len(context), reply.prompt_logprobs)
+        score = PplRecordScore(
+            record_id, tokens, nll, seconds, scored=scored is not None, claimed_top=claimed
+        )
         self.scores.append(score)
         return score
 

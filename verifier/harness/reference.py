@@ -34,6 +34,7 @@ from verifier.evidence import (
     AnswerScore,
     Evidence,
     Position,
+    PplRecordScore,
     PplResult,
     RecordScore,
     ReferenceEvidence,
@@ -57,7 +58,8 @@ def _timeout(spec: ChallengeSpec) -> float:
 def sample_answers(
     tps: TpsResult, evidence: Evidence, sample_seed: int, n: int
 ) -> list[RequestRecord]:
-    """``n`` timed answers drawn with the sample seed, and every caching control's answer.
+    """``n`` timed answers drawn with the sample seed (every one for ``n`` 0), and every
+    caching control's answer.
 
     The controls are fresh work placed among the timed requests, and few: each is checked,
     so an engine cannot answer them with something cheap to look fast beside the repeats.
@@ -65,7 +67,9 @@ def sample_answers(
     candidates = [r for r in tps.records if r.token_ids]
     rng = random.Random(f"{sample_seed}:reference-decode")
     controls = [c for c in evidence.controls if c.token_ids]
-    return rng.sample(candidates, min(n, len(candidates))) + controls
+    if n <= 0 or n >= len(candidates):  # every timed answer
+        return candidates + controls
+    return rng.sample(candidates, n) + controls
 
 
 def sample_records(
@@ -195,18 +199,33 @@ def _positions(job: _Job, n_prompt: int, token_ids: list[int]) -> list[Position]
     return out
 
 
-def _record(job: _Job, record: dict[str, Any], engine_nll: float) -> RecordScore:
+def _record(
+    job: _Job, record: dict[str, Any], engine: PplRecordScore, large_gap: float
+) -> RecordScore:
     rid = str(record["id"])
     context = [int(t) for t in record["context_token_ids"]]
     violations = Violations()
     ref = score_record(rid, job.ids, len(context), job.entries, None, violations)
-    if ref is None:
+    if ref is None or job.entries is None:
         raise EngineError(
             f"the reference engine could not score record {rid}: "
             + "; ".join(f.message for f in violations.findings),
             where=PPL_REFERENCE_MISMATCH,
         )
-    return RecordScore(id=rid, tokens=ref[1], engine_nll=engine_nll, reference_nll=ref[0])
+    withheld = 0
+    for index in engine.claimed_top:  # the engine says: the scored token is my top here
+        values = listed_values(job.entries[index])
+        token = job.ids[index]
+        if token in values and max(values.values()) - values[token] > large_gap:
+            withheld += 1
+    return RecordScore(
+        id=rid,
+        tokens=ref[1],
+        engine_nll=engine.nll,
+        reference_nll=ref[0],
+        claimed=len(engine.claimed_top),
+        withheld=withheld,
+    )
 
 
 async def gather_reference(
@@ -242,7 +261,8 @@ async def gather_reference(
     settings = spec.check("reference_ppl")
     if ppl is not None and settings.get("enabled"):
         records = sample_records(ppl, ppl_records, sample_seed, int(settings["sample"]))
-    engine_nll = {s.id: s.nll for s in ppl.per_record} if ppl is not None else {}
+    engine_scores = {s.id: s for s in ppl.per_record} if ppl is not None else {}
+    large_gap = float(decode.get("large_gap_nats", 1.0))
     answer_jobs = {
         key: _Job(f"reference scoring of {key}", [*prompt, *answer])
         for key, (prompt, answer) in to_score.items()
@@ -261,7 +281,7 @@ async def gather_reference(
         for key, (prompt, answer) in to_score.items()
     }
     out.records = [
-        _record(job, r, engine_nll[str(r["id"])])
+        _record(job, r, engine_scores[str(r["id"])], large_gap)
         for job, r in zip(record_jobs, records, strict=True)
     ]
     out.answers = [
