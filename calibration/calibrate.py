@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -103,6 +104,11 @@ VLLM_ROWS: dict[str, dict[str, Any]] = {
 }
 
 
+#: tiny's cap, as a ratio to the model's PPL, and the decode ratio from which a decode
+#: lossier than its scoring must always be REJECTED (a window of 10 and below)
+CAP_RATIO = 1.05
+PAST_THE_CAP = 1.07
+
 #: the tiny model's PPL ratio with its sliding window cut to W, on every path (the
 #: ``W=`` rows of this table; 48 measured by the margin rows), and with weights rounded
 DECODE_RATIO: dict[str, float] = {
@@ -111,6 +117,7 @@ DECODE_RATIO: dict[str, float] = {
     "W=24": 1.0125,
     "W=16": 1.0372,
     "W=12": 1.0651,
+    "W=10": 1.0900,
     "W=8": 1.1219,
     "int8": 1.0015,
     "int4": 1.4062,
@@ -281,7 +288,9 @@ def verify_row(row: Row, where: Path) -> dict[str, Any]:
     from verifier.runners.reference import reference_runner
 
     src = make_source(row, where)
-    packaged = package(src, where / "dist", build=False)
+    # a machine without Docker (a GPU host) names the base image's digest itself
+    digest = os.environ.get("PODIUM_BASE_DIGEST") or None
+    packaged = package(src, where / "dist", build=False, base_digest=digest)
     if packaged.bundle is None:
         raise RuntimeError(f"{row.name}: {[f.one_line() for f in packaged.findings]}")
     frozen = where / "engine-config.json"
@@ -454,13 +463,29 @@ def expectation(summary: dict[str, Any], cap: float) -> tuple[str, bool]:
         # a replaying cheat on a stream with no repeat had nothing to replay: it computed
         # every token, so it is an honest engine and must be judged as one
         return "VERIFIED (nothing to replay)", verdict == "VERIFIED" and not errors
+    decode_ratio = summary.get("decode_ratio")
+    if summary["kind"] == "cheat" and decode_ratio is not None:
+        # a decode lossier than its scoring: the budget rule judges the decode against the
+        # cap itself, so one whose own model is inside the cap is permitted, one a whole
+        # window step or more past it (W <= 10 on tiny) is not, and one step past it (W=12,
+        # 1.065) sits inside the bound's resolution on 32-token answers
+        if decode_ratio <= CAP_RATIO:
+            return "VERIFIED (a decode inside the budget)", verdict == "VERIFIED" and not errors
+        if decode_ratio < PAST_THE_CAP:
+            return "either (one window step past the cap)", verdict in ("VERIFIED", "REJECTED")
     if summary["kind"] == "cheat":
         return "REJECTED", verdict == "REJECTED"
     if summary.get("refusal"):
         # vLLM's CPU build refused the option at start: no engine, nothing to judge
         return "not served (refused at start)", verdict == "FAILED"
     if ppl is not None and ppl > cap:
-        return "REJECTED by ppl.cap alone", verdict == "REJECTED" and errors == {"ppl.cap"}
+        # its decode is that of a model over the cap too, which the reference decode may
+        # see beside the cap (the budget rule judges the decode against the cap itself)
+        return "REJECTED by ppl.cap", (
+            verdict == "REJECTED"
+            and "ppl.cap" in errors
+            and errors <= {"ppl.cap", "integrity.reference-decode"}
+        )
     return "VERIFIED", verdict == "VERIFIED" and not errors
 
 

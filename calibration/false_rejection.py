@@ -5,6 +5,7 @@
     python -m calibration.false_rejection --runs 20 --example tiny-vllm
     python -m calibration.false_rejection --runs 20 --undeclared   # the trust-margin honest rows
     python -m calibration.false_rejection --runs 20 --undeclared "undeclared W=16,undeclared int8"
+    python -m calibration.false_rejection --runs 20 --undeclared "W=16,int8,bf16"   # declared
     python -m calibration.false_rejection --positions   # those runs under today's allowances
 
 Each run is the real pipeline on the tiny challenge exactly as an organizer runs it: the
@@ -57,6 +58,12 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
             detail("integrity.reference-decode", "worst_answer") or {}
         ).get("mean_gap"),
         "scoring_loss": detail("integrity.reference-decode", "reported_scoring_loss"),
+        "reference_decode_allowed_mean": (
+            detail("integrity.reference-decode", "allowance") or {}
+        ).get("mean"),
+        "tops_withheld_share": (detail("ppl.reference-mismatch", "tops") or {}).get("share"),
+        "tops_withheld_allowed": (detail("ppl.reference-mismatch", "tops") or {}).get("allowed"),
+        "same_path_self_gap": detail("integrity.same-path", "mean_self_gap"),
         "ppl_delta_low": detail("ppl.reference-mismatch", "lowest_delta_nats"),
         "ppl_delta_high": detail("ppl.reference-mismatch", "highest_delta_nats"),
         "caching_speedup": detail("integrity.caching", "speedup"),
@@ -159,11 +166,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def undeclared_rows(names: str) -> list[Any]:
-    """The honest margin rows inside the cap (a comma-separated list of names: those)."""
+    """The honest margin rows inside the cap; a comma-separated list of names picks those,
+    among the honest margin rows and the honest rows of the calibration table that need
+    no vLLM (declared windows, int8, bf16)."""
     from calibration.calibrate import margin_rows
+    from calibration.calibrate import rows as table_rows
 
     honest = [r for r in margin_rows() if r.kind == "honest"]
     if names:
+        honest += [r for r in table_rows() if r.kind == "honest" and not r.vllm]
         wanted = {n.strip() for n in names.split(",") if n.strip()}
         unknown = wanted - {r.name for r in honest}
         if unknown:
@@ -205,6 +216,7 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
         verdicts = [r["verdict"] for r in runs]
         out[row.name] = {
             "env": row.env,
+            "config": dict(row.config),
             "runs": len(runs),
             "verdicts": {v: verdicts.count(v) for v in sorted(set(verdicts))},
             "false_rejections": sum(1 for v in verdicts if v == "REJECTED"),
@@ -274,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         const="",
         default=None,
         help="run the honest undeclared approximations of calibration.calibrate.margin_rows() "
-        "(inside the cap, or the comma-separated names given) instead of the sample",
+        "(inside the cap, or the comma-separated names given, which may also name the "
+        "calibration table's honest rows without vLLM: 'W=16,int8,bf16') instead of the sample",
     )
     parser.add_argument(
         "--positions",

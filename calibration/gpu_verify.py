@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -46,6 +47,7 @@ from typing import Any
 from bench.common import REPO_ROOT, machine
 from calibration import RESULTS_DIR, margins, tiny_budget, tiny_spec
 from calibration.calibrate import (
+    DECODE_RATIO,
     GPU_HEADING,
     Row,
     doubles,
@@ -69,25 +71,68 @@ def rows() -> list[Row]:
         Row("W=24", "honest", config={"SLIDING_WINDOW": 24}),
         Row("W=16", "honest", config={"SLIDING_WINDOW": 16}),
         Row("int8", "honest", config={"QUANTIZATION": "int8"}),
+        Row("W=10", "honest", config={"SLIDING_WINDOW": 10}),  # over the cap: ppl.cap alone
+    ]
+    undeclared = doubles.engine_class("Undeclared")
+    honest += [
+        Row(f"undeclared {name}", "honest", engine=undeclared, env=env)
+        for name, env in (
+            ("W=32", {"UNDECLARED_WINDOW": "32"}),
+            ("W=24", {"UNDECLARED_WINDOW": "24"}),
+            ("W=16", {"UNDECLARED_WINDOW": "16"}),
+            ("int8", {"UNDECLARED_QUANT": "int8"}),
+            ("int8 W=24", {"UNDECLARED_QUANT": "int8", "UNDECLARED_WINDOW": "24"}),
+        )
+    ]
+    # what an engine might buy with a report, a declaration or a withheld top
+    # (doubles.bought): each must get the verdict its decode alone earns
+    bought = doubles.engine_class("BuysAllowance")
+    lowered_at_cap = str(math.log(1.047))
+    cheats_bought = [
+        Row("lossy 0.9", "cheat", engine=bought, env={"BUY_LOSSY_NATS": "0.9"}),
         Row(
-            "undeclared W=24",
-            "honest",
-            engine=doubles.engine_class("Undeclared"),
-            env={"UNDECLARED_WINDOW": "24"},
+            "lossy 0.9 lowered hidden",
+            "cheat",
+            engine=bought,
+            env={"BUY_LOSSY_NATS": "0.9", "BUY_LOWER_NATS": "0.0131", "BUY_HIDE_TOPS": "1"},
+        ),
+        Row(
+            "lossy 0.9 KV declared",
+            "cheat",
+            engine=bought,
+            config={"KV_CACHE_DTYPE": "fp8"},
+            env={"BUY_LOSSY_NATS": "0.9"},
+        ),
+        Row(
+            "decode W=10 lowered",
+            "cheat",
+            engine=bought,
+            env={"BUY_DECODE_WINDOW": "10", "BUY_LOWER_NATS": lowered_at_cap},
+            decode_ratio=DECODE_RATIO["W=10"],
+        ),
+        Row(
+            "decode W=16 lowered",
+            "cheat",
+            engine=bought,
+            env={"BUY_DECODE_WINDOW": "16", "BUY_LOWER_NATS": "0.02"},
+            decode_ratio=DECODE_RATIO["W=16"],
         ),
     ]
     cheats = [
         Row(name, "cheat", engine=doubles.engine_class(name), replays=name == "ReplayShaped")
-        for name in ("DecodeWindow", "FlatterLogprobs", "FlatterSomeRecords", "ReplayShaped")
+        for name in ("FlatterLogprobs", "FlatterSomeRecords", "ReplayShaped")
     ]
-    cheats.append(
+    cheats += [
         Row(
-            "DecodeWindow 24/12",
+            f"DecodeWindow {a}/{b}",
             "cheat",
             engine=doubles.engine_class("DecodeWindow"),
-            env={"CHEAT_SCORE_WINDOW": "24", "CHEAT_WINDOW": "12"},
+            env={"CHEAT_SCORE_WINDOW": str(a), "CHEAT_WINDOW": str(b)},
+            decode_ratio=DECODE_RATIO[f"W={b}"],
         )
-    )
+        for a, b in ((64, 10), (24, 12), (64, 16))
+    ]
+    cheats += cheats_bought
     cheats += [
         Row(name, "cheat", engine=doubles.engine_class(name), replays=name == "CachedReplies")
         for name in (

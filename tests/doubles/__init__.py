@@ -7,7 +7,8 @@ Two forms of each cheat exist where they can:
 - a *torch* double, a ``BaselineEngine`` subclass that runs the real tiny model inside an
   engine process or container as ``ENGINE_CLASS=doubles.MODULE:NAME`` (the bundle carries
   this package as ``engine/doubles/``, on the container's ``PYTHONPATH``); one module per
-  check it attacks: ``scoring`` (the ``ppl.*`` checks), ``decode``
+  check it attacks: ``scoring`` (the ``ppl.*`` checks), ``bought`` (every allowance a
+  report, a declaration or a withheld top might buy), ``decode``
   (``integrity.reference-decode``, ``integrity.same-path``), ``replay``
   (``integrity.caching``), ``counts`` (``integrity.lengths``, ``tps.usage-mismatch``),
   ``robustness`` (``integrity.isolation``, FAILED runs) and ``honest`` (the yardsticks);
@@ -79,6 +80,11 @@ CATALOGUE: dict[str, Double] = {
     "DecodeWindow": Double(("integrity.reference-decode",), "decode"),
     "ForgedDecodeWindow": Double(("integrity.reference-decode", "integrity.same-path"), "decode"),
     "RoutedDecodeWindow": Double(("integrity.reference-decode",), "decode"),
+    # buying an allowance with a report, a declaration or a withheld top
+    "BuysAllowance": Double(
+        ("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path"),
+        "bought",
+    ),
     # replay
     "CachedReplies": Double(("integrity.caching",), "replay", ("cache_replies",)),
     "ReplayCheapControls": Double(

@@ -161,10 +161,12 @@ def test_one_flattered_record_cannot_escape(bundle: Path, tmp_path: Path, honest
 def test_a_cheaper_decode_behind_honest_scoring_is_caught_by_the_reference(
     bundle: Path, tmp_path: Path
 ) -> None:
-    """A sliding window of 16 in generation only: PPL stays the full model's, and the
-    reference's teacher-forced judgement of the timed answers catches it."""
-    cheat = run(bundle, tmp_path, "DecodeWindow")
+    """A sliding window of 10 in generation only, whose own model is over the cap: PPL stays
+    the full model's, and the reference's teacher-forced judgement of the timed answers
+    catches it (a window of 16, inside the cap, is a lossy decode the budget permits:
+    ``tests/engines/test_nothing_bought.py``)."""
+    cheat = run(bundle, tmp_path, "DecodeWindow", CHEAT_WINDOW="10")
     assert abs(cheat.ppl - 23.404752) < 1e-3
     cheat.expect_caught("DecodeWindow")
     decode = cheat.check("integrity.reference-decode")["details"]
-    assert decode["mean_gap"] > decode["allowance"]["mean"]  # lossier than its own scoring
+    assert decode["mean_gap"] > decode["allowance"]["mean"]  # lossier than a model at the cap
