@@ -33,11 +33,10 @@ allowance for loss on either path.
   average: over the sample, token-weighted, the engine's NLL per token minus the
   reference's must be >= ``-max_lower_mean_nats``; and where the spec pins the model's
   own PPL on the held-out set in use, the whole set's PPL must be at least that times
-  ``exp(-max_lower_mean_nats)``. Single records scatter both ways under a lossy model,
-  by about its mean loss: each record may be at most ``max_lower_nats`` plus 1.5 times
-  the sample's mean loss better than the reference, judged where that mean is within
-  ``max_lower_nats`` (raising the mean to widen it costs the engine as much PPL as the
-  flattery could win back, since the sample is drawn after the trials). The judged PPL
+  ``exp(-max_lower_mean_nats)``. Single records of an honest lossy model scatter both
+  ways against the pinned one (-0.019 to +0.039 nats per token at W=24 on tiny), so each
+  record may be at most ``max_lower_nats`` better than the reference: one floor for
+  every entry, whatever it declares or reports. The judged PPL
   is never lower than the reference's on the records it scored (``judged_ppl``), so
   flattering a sampled record gains nothing. And the scoring answers must name the
   engine's own top: where an answer lists the scored token as its top, the reference
@@ -280,10 +279,6 @@ def _below_the_model(
     )
 
 
-#: how far single records may scatter below the reference, per nat of the sample's mean loss
-RECORD_SCATTER = 1.5
-
-
 def withheld_tops(spec: ChallengeSpec, ev: ReferenceEvidence) -> dict[str, Any]:
     """Over the sampled PPL records: where an answer lists the scored token as its own top
     (``claimed``), how often the reference puts it a whole ``large_gap_nats`` below its top
@@ -335,10 +330,9 @@ def judge_ppl(
     low = min(rows, key=lambda r: r["delta_nats"])
     high = max(rows, key=lambda r: r["delta_nats"])
     mean_delta = ev.excess_nats or 0.0
-    # single records scatter both ways under a lossy model, by about its mean loss; judged
-    # where that mean is small, whatever the entry declares (a declaration costs nothing)
-    per_record = float(settings["max_lower_nats"])
-    lower = per_record + RECORD_SCATTER * max(0.0, mean_delta) if mean_delta <= per_record else None
+    # every record, whatever the entry declares or reports: a fixed floor wide enough for
+    # the two-way scatter of an honest lossy model's single records
+    lower = float(settings["max_lower_nats"])
     withheld = withheld_tops(spec, ev)
     judged_value = judged_ppl(ppl, ev)
     details: dict[str, Any] = {
@@ -370,13 +364,12 @@ def judge_ppl(
             details,
             hint=hint,
         )
-    if lower is not None and low["delta_nats"] < -lower:
+    if low["delta_nats"] < -lower:
         return failed(
             PPL_REFERENCE_MISMATCH,
             f"record {low['id']} scores {-low['delta_nats']:.4f} nats per token better than "
-            f"the reference (allowed {lower:.4f} where the sample's mean loss is "
-            f"{mean_delta:+.4f}): no engine serves a better model than the one it was given "
-            f"({len(rows)} sampled records, {range_text})",
+            f"the reference (allowed {lower:g}): no engine serves a better model than the one "
+            f"it was given ({len(rows)} sampled records, {range_text})",
             details,
             hint=hint,
         )
@@ -391,7 +384,7 @@ def judge_ppl(
             details,
             hint="list the engine's own top token at every position, as prompt_logprobs asks",
         )
-    floor_text = f"-{lower:.4f} per record, " if lower is not None else ""
+    floor_text = f"-{lower:g} per record, "
     return passed(
         PPL_REFERENCE_MISMATCH,
         f"{len(rows)} sampled records against the reference: {range_text} (allowed "
