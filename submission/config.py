@@ -21,6 +21,7 @@ from schemas.check_ids import (
     SUBMISSION_CONFIG_SCHEMA,
     SUBMISSION_MISSING_CONFIG,
 )
+from schemas.engine_config import decode_json_knobs, known_knobs
 from schemas.findings import Finding
 from submission.defaults import CONFIG_FILE, DOCKERFILE
 
@@ -114,7 +115,7 @@ class SubmissionConfig:
             dockerfile=engine.get("dockerfile", DOCKERFILE),
             served_model_name=engine.get("served_model_name"),
             serve=engine.get("serve"),
-            config=dict(engine.get("config", {})),
+            config=decode_json_knobs(engine.get("config", {})),
             env=dict(engine.get("env", {})),
             model=doc.get("model"),
             reported=doc.get("reported"),
@@ -273,12 +274,135 @@ def _partial(doc: dict[str, Any]) -> SubmissionConfig:
         dockerfile=_get(engine, "dockerfile", str, DOCKERFILE) or DOCKERFILE,
         served_model_name=_get(engine, "served_model_name", str, None),
         serve=_get(engine, "serve", list, None),
-        config=dict(_get(engine, "config", dict, {})),
-        env={k: v for k, v in env.items() if isinstance(v, str)},
+        config=decode_json_knobs(_get(engine, "config", dict, {})),
+        env={k: v for k, v in env.items() if isinstance(v, str) and k not in known_knobs()},
         model=_get(doc, "model", dict, None),
         reported=_get(doc, "reported", dict, None),
         origin=_get(doc, "origin", dict, None),
     )
+
+
+def _knobs_in_env(doc: dict[str, Any], lines: dict[str, int]) -> list[Finding]:
+    """Known knobs under ``[engine.env]``: a knob set there is only an environment variable,
+    which neither podium's launcher nor the verifier's reference reads as the knob (a key
+    written at the end of the file, below ``[engine.env]``, lands there)."""
+    env = _get(_get(doc, "engine", dict, {}), "env", dict, {})
+    known = set(known_knobs())
+    out = []
+    for key, value in env.items():
+        if key not in known:
+            continue
+        line = lines.get(f"engine.env.{key}")
+        out.append(
+            Finding(
+                SUBMISSION_CONFIG_SCHEMA,
+                "error",
+                f"{key} is a knob, but it is set under [engine.env], where it would be only an "
+                "environment variable: the engine and the verifier read knobs from "
+                "[engine.config].",
+                hint=f"move `{key} = {_literal(value)}` to [engine.config] (the keys after "
+                "[engine.env] belong to it: put knobs above it)",
+                where=f"{CONFIG_FILE}:{line} engine.env.{key}"
+                if line
+                else f"{CONFIG_FILE} engine.env.{key}",
+            )
+        )
+    return out
+
+
+def _literal(value: Any) -> str:
+    """A TOML value as it is written (for hints)."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value) if not isinstance(value, dict) else "{ ... }"
+
+
+def _is_knob_in_env(err: Any) -> bool:
+    parts = [str(p) for p in err.absolute_path]
+    return len(parts) == 3 and parts[:2] == ["engine", "env"] and parts[2] in known_knobs()
+
+
+#: What a TOML error's message says, and the hint that fits it.
+_PARSE_HINTS = (
+    ("Cannot declare", "a [table] is declared twice: merge the two into one"),
+    ("Cannot overwrite", "a key is set twice in the same table: keep one"),
+    ("Unterminated string", "close the string's quotes on the same line"),
+    ('Expected "\'"', "close the string's quotes on the same line"),
+    (
+        "Expected newline or end of document",
+        'one KEY = value per line; a value with spaces is a "quoted string"',
+    ),
+)
+
+
+def _parse_hint(message: str, line: str) -> str:
+    """The hint for a TOML error at ``line``: what most likely went wrong there."""
+    value = line.partition("=")[2].strip()
+    if re.search(r'[{\[]\s*"[^"]*"\s*:', line):
+        return (
+            'this looks like JSON: TOML\'s inline table is { method = "mtp", '
+            "num_speculative_tokens = 7 }, or keep the JSON as text in single quotes: "
+            'KEY = \'{"method": "mtp"}\''
+        )
+    for needle, hint in _PARSE_HINTS:
+        if needle in message:
+            return hint
+    if "Invalid value" in message and re.fullmatch(r"[A-Za-z_][\w.\-/:]*", value or "-"):
+        return f'TOML strings need quotes: write "{value}"'
+    if "Expected '='" in message:
+        return "each line is KEY = value, a [table] header or a # comment"
+    return "fix the line it names (TOML's syntax: https://toml.io/en/v1.0.0)"
+
+
+def _error_line(exc: tomllib.TOMLDecodeError, rows: list[str]) -> int:
+    """The 1-based line a TOML error is about: the one it names, else (an error "at end
+    of document", such as a string never closed) the first line after the longest start
+    of the file that parses."""
+    m = re.search(r"at line (\d+)", str(exc))
+    if m:
+        return int(m[1])
+    for count in range(len(rows), -1, -1):
+        try:
+            tomllib.loads("\n".join(rows[:count]))
+        except tomllib.TOMLDecodeError:
+            continue
+        return min(count + 1, max(len(rows), 1))
+    return 1
+
+
+#: How many broken lines a file may have before podium stops looking past them.
+MAX_PARSE_ERRORS = 10
+
+
+def _parse_salvaging(text: str) -> tuple[dict[str, Any] | None, list[Finding], set[int]]:
+    """``text`` parsed as TOML; where it does not parse, each broken line is a finding and
+    is set aside, and the rest is parsed again, so that what the other lines say can still
+    be judged. Returns (the document of the lines that parse, or None; the findings; the
+    lines set aside)."""
+    rows = text.splitlines()
+    findings: list[Finding] = []
+    dropped: set[int] = set()
+    while True:
+        try:
+            return tomllib.loads("\n".join(rows)), findings, dropped
+        except tomllib.TOMLDecodeError as exc:
+            number = _error_line(exc, rows)
+            bad = rows[number - 1] if 0 < number <= len(rows) else ""
+            findings.append(
+                Finding(
+                    SUBMISSION_CONFIG_PARSE,
+                    "error",
+                    f"{CONFIG_FILE} is not valid TOML: {exc}",
+                    hint=_parse_hint(str(exc), bad),
+                    where=f"{CONFIG_FILE}:{number}",
+                )
+            )
+            if number in dropped or len(findings) >= MAX_PARSE_ERRORS or number > len(rows):
+                return None, findings, dropped
+            dropped.add(number)
+            rows[number - 1] = ""
 
 
 def read_config(directory: Path) -> ConfigRead:
@@ -300,27 +424,32 @@ def read_config(directory: Path) -> ConfigRead:
         )
     try:
         text = path.read_text(encoding="utf-8")
-        doc = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        return ConfigRead(
-            None,
-            None,
-            [
-                Finding(
-                    SUBMISSION_CONFIG_PARSE,
-                    "error",
-                    f"{CONFIG_FILE} is not valid TOML: {exc}",
-                    hint="fix the line it names; TOML strings need quotes",
-                    where=CONFIG_FILE,
-                )
-            ],
+    except UnicodeDecodeError as exc:
+        finding = Finding(
+            SUBMISSION_CONFIG_PARSE,
+            "error",
+            f"{CONFIG_FILE} is not UTF-8 text: {exc}",
+            hint="save it as UTF-8",
+            where=CONFIG_FILE,
         )
+        return ConfigRead(None, _partial({}), [finding])
     lines = toml_lines(text)
+    doc, parse_findings, dropped = _parse_salvaging(text)
+    if doc is None:  # nothing usable: the rest (the Dockerfile, the files) is still judged
+        return ConfigRead(None, _partial({}), parse_findings, lines)
     errors = sorted(
         Draft202012Validator(TOML_SCHEMA).iter_errors(doc),
         key=lambda e: list(map(str, e.absolute_path)),
     )
-    findings = [f for e in errors for f in _schema_findings(e, lines)]
+    # a key that seems missing may sit on a broken line (or in a broken [table]): with lines
+    # set aside, "required" is left to the next run, once the file parses
+    findings = [
+        f
+        for e in errors
+        if not _is_knob_in_env(e) and not (dropped and e.validator == "required")
+        for f in _schema_findings(e, lines)
+    ]
+    findings = parse_findings + findings + _knobs_in_env(doc, lines)
     if findings:
         return ConfigRead(None, _partial(doc), findings, lines)
     cfg = SubmissionConfig.from_doc(doc)

@@ -32,6 +32,31 @@ DEFAULT_CHALLENGE = "tiny"
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document for machines.")]
 
+
+# -- completion of values (`podium --install-completion`): what each option accepts ------
+
+
+def complete_challenges(incomplete: str) -> list[str]:
+    """The shipped challenge names that start with what was typed."""
+    from schemas.challenge import list_challenges
+
+    return [name for name in list_challenges() if name.startswith(incomplete)]
+
+
+def complete_engine_kinds(incomplete: str) -> list[str]:
+    """The engine kinds a submission can name."""
+    from schemas.engine_config import ENGINE_KINDS
+
+    return [kind for kind in ENGINE_KINDS if kind.startswith(incomplete)]
+
+
+def complete_schema_kinds(incomplete: str) -> list[str]:
+    """The document kinds ``podium schema`` knows."""
+    from schemas.validate import schema_kinds
+
+    return [kind for kind in schema_kinds() if kind.startswith(incomplete)]
+
+
 ChallengeOpt = Annotated[
     str | None,
     typer.Option(
@@ -39,6 +64,7 @@ ChallengeOpt = Annotated[
         "-c",
         help="Challenge name or spec file (default: the one the bundle or podium.toml names; "
         f"else ${ENV_CHALLENGE}, else {DEFAULT_CHALLENGE}).",
+        autocompletion=complete_challenges,
     ),
 ]
 StoreOpt = Annotated[

@@ -23,6 +23,7 @@ from podium.cli.options import (
     LocalRunner,
     LocalRunnerOpt,
     challenge_name,
+    complete_engine_kinds,
     load_named_challenge,
     out_option,
     resolve_challenge,
@@ -110,8 +111,13 @@ def init_cmd(
     directory: DirArg,
     challenge: ChallengeOpt = None,
     engine: Annotated[
-        str, typer.Option(help="Engine kind: baseline, vllm or custom.")
-    ] = "baseline",
+        str | None,
+        typer.Option(
+            help="Engine kind: baseline, vllm or custom (default: the first of these the "
+            "challenge allows).",
+            autocompletion=complete_engine_kinds,
+        ),
+    ] = None,
     team: Annotated[str, typer.Option(help="Team name.")] = "my-team",
     entry: Annotated[
         str | None, typer.Option(help="Entry name (default: the directory's name).")
@@ -133,9 +139,10 @@ def init_cmd(
     from submission.scaffold import init_submission
 
     set_json(json_out)
+    spec = resolve_challenge(challenge)
     result = init_submission(
         directory,
-        resolve_challenge(challenge),
+        spec,
         kind=engine,
         team=team,
         entry=entry,
@@ -148,6 +155,14 @@ def init_cmd(
             f"[green]wrote[/] {markup(directory)} ({markup(result.kind)} engine, "
             f"{markup(result.challenge)} challenge, {len(result.files)} files)"
         )
+        if result.kind_picked:
+            con.print(
+                text(
+                    f"  engine: {result.kind}, the first of baseline, vllm, custom that the "
+                    f"{result.challenge} challenge allows (it allows "
+                    f"{', '.join(spec.engine.kinds)}; --engine KIND picks another)"
+                )
+            )
         for note in result.notes:
             con.print(text(f"  note: {note}"))
         con.print(
