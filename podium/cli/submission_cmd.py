@@ -29,6 +29,7 @@ from podium.cli.options import (
     resolve_challenge,
 )
 from podium.cli.output import console, emit, json_mode, set_json
+from podium.cli.verify_cmd import DetailsOpt
 from podium.errors import EXIT_FINDINGS, UsageError
 from podium.events import Events
 from podium.untrusted import markup, text
@@ -533,6 +534,7 @@ def selfcheck_cmd(
         "out/selfcheck"
     ),
     logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
+    details: DetailsOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the organizers' pipeline on the public prompts: the numbers you will be held to.
@@ -570,6 +572,7 @@ def selfcheck_cmd(
             self_check=True,
             logs=logs,
             source=source,
+            details=details,
         )
     )
 
