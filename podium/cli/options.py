@@ -140,6 +140,19 @@ EntryArg = Annotated[
 ]
 
 
+def require_heldout(heldout: str | None) -> str | None:
+    """``--heldout``: an ``hf://`` set, or a directory that exists (checked before any
+    image is built or any request claimed)."""
+    if heldout and "://" not in heldout and not Path(heldout).is_dir():
+        raise UsageError(
+            f"--heldout {heldout}: no such directory",
+            hint="a held-out directory holds prompts.jsonl and ppl.jsonl; or pass "
+            "hf://datasets/ORG/NAME",
+            where="--heldout",
+        )
+    return heldout
+
+
 def out_option(what: str = "Folder for what this command writes") -> object:
     """``--out/-o`` with a command's own help text (``--help`` shows its default)."""
     return typer.Option("--out", "-o", help=f"{what}.")

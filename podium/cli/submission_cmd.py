@@ -386,6 +386,9 @@ def inspect_cmd(
 ) -> None:
     """Open a bundle exactly as the verifier's intake does, and report what it finds.
 
+    The bundle is checked against the challenge's rules: --challenge when given, else the
+    one its manifest names.
+
     Examples:
 
       podium submission inspect dist/acme-mtp-7.tar.gz
@@ -399,26 +402,31 @@ def inspect_cmd(
 
     set_json(json_out)
     spec = resolve_challenge(challenge, None if challenge else bundle_challenge(bundle))
+    from verifier.intake import rule_findings
+
     with tempfile.TemporaryDirectory(prefix="podium-inspect-") as tmp:
         opened = open_bundle(bundle, Path(tmp), limits=spec.limits)
         m = opened.manifest
+        findings = [*opened.findings, *rule_findings(m, spec)]
         data = {
             "bundle": str(bundle),
             "sha256": opened.sha256,
             "size": opened.size,
-            "ok": opened.ok,
-            "challenge": m.challenge.id,
+            "ok": not errors_in(findings),
+            "challenge": spec.id,
+            "bundle_challenge": m.challenge.id,
             "team": m.team,
             "entry": m.entry,
             "engine": m.engine.kind,
             "files": len(m.files),
-            "findings": [f.to_dict() for f in opened.findings],
+            "findings": [f.to_dict() for f in findings],
         }
         remove_opened(opened)
     _finish(
         data,
-        opened.findings,
-        f"{bundle}: {m.team}/{m.entry}, {m.engine.kind} engine, {len(m.files)} files",
+        findings,
+        f"{bundle}: {m.team}/{m.entry}, {m.engine.kind} engine, {len(m.files)} files, "
+        f"within the {spec.id} challenge's rules",
         f"podium submission selfcheck {_q(bundle)}",
     )
 

@@ -17,6 +17,7 @@ from podium.cli.options import (
     RunnerOpt,
     out_option,
     require_bundle,
+    require_heldout,
     resolve_challenge,
     signing_key,
 )
@@ -112,13 +113,7 @@ def run_verification(
     from verifier.runners.factory import make_runner, reference_runner
 
     require_bundle(bundle)
-    if heldout and "://" not in heldout and not Path(heldout).is_dir():
-        raise UsageError(
-            f"--heldout {heldout}: no such directory",
-            hint="a held-out directory holds prompts.jsonl and ppl.jsonl; or pass "
-            "hf://datasets/ORG/NAME",
-            where="--heldout",
-        )
+    require_heldout(heldout)
     if publish and key is None:
         raise UsageError(
             "--publish needs a signing key",
