@@ -6,7 +6,7 @@ instead, at the width it is drawn at:
 
 - every column of labels, numbers and ids (any column not marked ``overflow="fold"``) keeps
   its widest cell on one line; a prose column (``overflow="fold"``: a summary, a reason)
-  may wrap between words, never inside one;
+  may wrap between words, never inside one, down to ``PROSE_MIN`` columns;
 - when even that is wider than the terminal, the table is printed as a list of
   ``label: value`` lines, one block per row (``pairs``: a two-column table of labels and
   values prints one ``label: value`` line per row).
@@ -28,6 +28,9 @@ from rich.text import Text
 
 #: measuring width: wide enough that no cell wraps
 _WIDE = 1 << 15
+#: the narrowest a prose column may get (with its padding) before the table goes vertical:
+#: narrower, a sentence becomes a column of two-word lines
+PROSE_MIN = 24
 
 
 def _prose(column: Column) -> bool:
@@ -42,7 +45,10 @@ def column_widths(console: Console, options: ConsoleOptions, table: Table) -> li
     ranges = [table._measure_column(console, wide, c) for c in table.columns]
     pads = [table._get_padding_width(c._index) for c in table.columns]
     prose = [_prose(c) for c in table.columns]
-    least = [r.minimum if p else r.maximum for r, p in zip(ranges, prose, strict=True)]
+    least = [
+        max(r.minimum, min(r.maximum, PROSE_MIN)) if p else r.maximum
+        for r, p in zip(ranges, prose, strict=True)
+    ]
     room = options.max_width - table._extra_width
     if sum(least) > room:
         return None

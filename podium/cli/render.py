@@ -313,12 +313,23 @@ def render_report(
         if note:
             con.print(text(note, "dim"))
     checks = [c for c in report.get("checks") or [] if isinstance(c, dict)]
-    shown = checks if details else [c for c in checks if c.get("status") not in ("pass", "skip")]
+    findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
+    # the summary lists each check that did not pass once: by its finding (the message and
+    # the hint) when it has one, else by its own row
+    explained = {f.get("check_id") for f in findings}
+    shown = (
+        checks
+        if details
+        else [
+            c
+            for c in checks
+            if c.get("status") not in ("pass", "skip") and c.get("id") not in explained
+        ]
+    )
     if checks and not details:
         con.print(text(_check_counts(checks)))
     if shown:
         con.print(fit(_checks_table(shown)))
-    findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
     if findings:
         con.print(Text("findings:", style="bold"))
     for f in findings:

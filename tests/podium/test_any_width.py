@@ -192,12 +192,13 @@ def test_fit_wraps_prose_between_words_and_never_squeezes_an_id() -> None:
     table = Table(title="t")
     table.add_column("id")
     table.add_column("reason", overflow="fold")
-    table.add_row("integrity.reference-decode", "a reason of several words that wraps")
-    con, buf = terminal(50)
+    table.add_row("integrity.reference-decode", "a reason of several words that wraps at 60")
+    con, buf = terminal(60)
     con.print(table)  # the CLI console fits every boxed table by itself
     out = buf.getvalue()
-    assert "│ integrity.reference-decode │" in out and "…" not in out
-    assert max(len(line) for line in out.splitlines()) <= 50
+    assert "│ integrity.reference-decode │ a reason of several words" in out and "…" not in out
+    assert "│ that wraps at 60" in out  # the prose wrapped, between two words
+    assert max(len(line) for line in out.splitlines()) <= 60
     narrow, buf = terminal(30)
     narrow.print(fit(table))
     assert "id: integrity.reference-decode" in buf.getvalue()
