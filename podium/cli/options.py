@@ -96,6 +96,12 @@ def entry_dir(path: Path) -> Path:
     """A submission directory argument: its ``podium.toml`` stands for the folder."""
     if path.name == "podium.toml" and path.is_file():
         return path.parent
+    if not path.exists():
+        raise UsageError(
+            f"no such directory: {path}",
+            hint="podium submission init DIR writes a new submission directory",
+            where=str(path),
+        )
     if path.is_file():
         raise UsageError(
             f"{path} is a file, but a submission directory is expected (the folder that "

@@ -560,6 +560,13 @@ def selfcheck_cmd(
     from submission.bundle import package
 
     set_json(json_out)
+    if not source.exists():
+        raise UsageError(
+            f"no such directory or bundle: {source}",
+            hint="pass a submission directory (podium submission init DIR writes one) or a "
+            "bundle .tar.gz",
+            where=str(source),
+        )
     bundle = source
     if source.is_dir():
         packaged = package(source, out, challenge=_spec(challenge), build=False, force=True)

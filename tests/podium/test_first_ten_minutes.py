@@ -461,6 +461,33 @@ def test_a_queue_folder_that_does_not_exist_is_a_usage_error(
     assert "podium queue submit" in error["hint"]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["submission", "validate", "/nonexistent/e"],
+        ["submission", "knobs", "/nonexistent/e"],
+        ["submission", "freeze", "/nonexistent/e"],
+        ["submission", "package", "/nonexistent/e"],
+        ["submission", "sweep", "/nonexistent/e", "--knob", "DTYPE=float32"],
+        ["submission", "selfcheck", "/nonexistent/e"],
+        ["submission", "inspect", "/nonexistent/e.tar.gz"],
+        ["verify", "/nonexistent/e.tar.gz"],
+        ["report", "show", "/nonexistent/report.json"],
+        ["leaderboard", "show", "-s", "/nonexistent/store"],
+        ["schema", "validate", "report", "/nonexistent/report.json"],
+        ["engine", "vllm-args", "/nonexistent/winning.env"],
+        ["keys", "id", "/nonexistent/k.pub"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_a_path_that_does_not_exist_is_a_usage_error_that_names_it(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run([*args, "--json"], capsys)
+    error = json.loads(out)["error"]
+    assert code == 2 and "/nonexistent/" in error["message"], error
+
+
 def test_an_empty_queue_folder_lists_no_requests(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
