@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from schemas.check_ids import (
 from schemas.engine_config import decode_json_knobs, known_knobs
 from schemas.findings import Finding
 from submission.defaults import CONFIG_FILE, DOCKERFILE
+from submission.toml_parse import parse_salvaging
 
 NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
@@ -324,87 +324,6 @@ def _is_knob_in_env(err: Any) -> bool:
     return len(parts) == 3 and parts[:2] == ["engine", "env"] and parts[2] in known_knobs()
 
 
-#: What a TOML error's message says, and the hint that fits it.
-_PARSE_HINTS = (
-    ("Cannot declare", "a [table] is declared twice: merge the two into one"),
-    ("Cannot overwrite", "a key is set twice in the same table: keep one"),
-    ("Unterminated string", "close the string's quotes on the same line"),
-    ('Expected "\'"', "close the string's quotes on the same line"),
-    (
-        "Expected newline or end of document",
-        'one KEY = value per line; a value with spaces is a "quoted string"',
-    ),
-)
-
-
-def _parse_hint(message: str, line: str) -> str:
-    """The hint for a TOML error at ``line``: what most likely went wrong there."""
-    value = line.partition("=")[2].strip()
-    if re.search(r'[{\[]\s*"[^"]*"\s*:', line):
-        return (
-            'this looks like JSON: TOML\'s inline table is { method = "mtp", '
-            "num_speculative_tokens = 7 }, or keep the JSON as text in single quotes: "
-            'KEY = \'{"method": "mtp"}\''
-        )
-    for needle, hint in _PARSE_HINTS:
-        if needle in message:
-            return hint
-    if "Invalid value" in message and re.fullmatch(r"[A-Za-z_][\w.\-/:]*", value or "-"):
-        return f'TOML strings need quotes: write "{value}"'
-    if "Expected '='" in message:
-        return "each line is KEY = value, a [table] header or a # comment"
-    return "fix the line it names (TOML's syntax: https://toml.io/en/v1.0.0)"
-
-
-def _error_line(exc: tomllib.TOMLDecodeError, rows: list[str]) -> int:
-    """The 1-based line a TOML error is about: the one it names, else (an error "at end
-    of document", such as a string never closed) the first line after the longest start
-    of the file that parses."""
-    m = re.search(r"at line (\d+)", str(exc))
-    if m:
-        return int(m[1])
-    for count in range(len(rows), -1, -1):
-        try:
-            tomllib.loads("\n".join(rows[:count]))
-        except tomllib.TOMLDecodeError:
-            continue
-        return min(count + 1, max(len(rows), 1))
-    return 1
-
-
-#: How many broken lines a file may have before podium stops looking past them.
-MAX_PARSE_ERRORS = 10
-
-
-def _parse_salvaging(text: str) -> tuple[dict[str, Any] | None, list[Finding], set[int]]:
-    """``text`` parsed as TOML; where it does not parse, each broken line is a finding and
-    is set aside, and the rest is parsed again, so that what the other lines say can still
-    be judged. Returns (the document of the lines that parse, or None; the findings; the
-    lines set aside)."""
-    rows = text.splitlines()
-    findings: list[Finding] = []
-    dropped: set[int] = set()
-    while True:
-        try:
-            return tomllib.loads("\n".join(rows)), findings, dropped
-        except tomllib.TOMLDecodeError as exc:
-            number = _error_line(exc, rows)
-            bad = rows[number - 1] if 0 < number <= len(rows) else ""
-            findings.append(
-                Finding(
-                    SUBMISSION_CONFIG_PARSE,
-                    "error",
-                    f"{CONFIG_FILE} is not valid TOML: {exc}",
-                    hint=_parse_hint(str(exc), bad),
-                    where=f"{CONFIG_FILE}:{number}",
-                )
-            )
-            if number in dropped or len(findings) >= MAX_PARSE_ERRORS or number > len(rows):
-                return None, findings, dropped
-            dropped.add(number)
-            rows[number - 1] = ""
-
-
 def read_config(directory: Path) -> ConfigRead:
     """Read ``DIR/podium.toml``: the config, its findings, and what parts are usable."""
     path = directory / CONFIG_FILE
@@ -434,7 +353,7 @@ def read_config(directory: Path) -> ConfigRead:
         )
         return ConfigRead(None, _partial({}), [finding])
     lines = toml_lines(text)
-    doc, parse_findings, dropped = _parse_salvaging(text)
+    doc, parse_findings, dropped = parse_salvaging(text)
     if doc is None:  # nothing usable: the rest (the Dockerfile, the files) is still judged
         return ConfigRead(None, _partial({}), parse_findings, lines)
     errors = sorted(

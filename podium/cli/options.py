@@ -96,12 +96,6 @@ def entry_dir(path: Path) -> Path:
     """A submission directory argument: its ``podium.toml`` stands for the folder."""
     if path.name == "podium.toml" and path.is_file():
         return path.parent
-    if not path.exists():
-        raise UsageError(
-            f"no such directory: {path}",
-            hint="podium submission init DIR writes a new submission directory",
-            where=str(path),
-        )
     if path.is_file():
         raise UsageError(
             f"{path} is a file, but a submission directory is expected (the folder that "
@@ -109,6 +103,18 @@ def entry_dir(path: Path) -> Path:
             hint="podium submission inspect BUNDLE opens a bundle"
             if path.name.endswith((".tar.gz", ".tgz"))
             else f"pass the folder: {path.parent}",
+            where=str(path),
+        )
+    return path
+
+
+def require_entry_dir(path: Path) -> Path:
+    """A submission directory that must exist (checked in the command, not while the line
+    is parsed, so that ``--help`` and the docs' command lines parse with any DIR)."""
+    if not path.exists():
+        raise UsageError(
+            f"no such directory: {path}",
+            hint="podium submission init DIR writes a new submission directory",
             where=str(path),
         )
     return path

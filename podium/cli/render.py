@@ -359,5 +359,6 @@ def render_report(
                 "dim",
             )
         )
-    if more and not details:
+    hidden = len(metric_rows(metrics)) > len(rows) or len(shown) < len(checks)
+    if more and not details and hidden:
         con.print(text(more, "dim"))

@@ -26,6 +26,7 @@ from podium.cli.options import (
     complete_engine_kinds,
     load_named_challenge,
     out_option,
+    require_entry_dir,
     resolve_challenge,
 )
 from podium.cli.output import console, emit, json_mode, set_json
@@ -223,7 +224,7 @@ def knobs_cmd(
     from submission.knobs import knob_table
 
     set_json(json_out)
-    read = read_config(directory)
+    read = read_config(require_entry_dir(directory))
     cfg = read.partial
     if cfg is None:
         _finish({"directory": str(directory)}, read.findings, "")
@@ -695,6 +696,7 @@ def sweep_cmd(
     from submission.sweep import Budget, SweepEvents, SweepRequest, parse_knob, run_sweep
 
     set_json(json_out)
+    require_entry_dir(directory)
     _need_sweep_extra(search is not None)
     cfg, problems = load_config(directory)
     if cfg is None:
