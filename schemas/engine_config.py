@@ -75,6 +75,60 @@ def parse_env_text(text: str, *, source: str = "<env>") -> dict[str, Any]:
     return out
 
 
+def object_knobs() -> list[str]:
+    """The known knobs whose value is a JSON object (``SPECULATIVE_CONFIG``, ``HF_OVERRIDES``)."""
+    return [k for k in _known_knobs() if knob_schema(k).get("type") == "object"]
+
+
+def decode_json_knobs(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with each object knob given as JSON text decoded into its object.
+
+    The real challenge published ``SPECULATIVE_CONFIG={"method":"mtp",...}`` as env text;
+    in a TOML file the same value is an inline table, or that text pasted in quotes. Both
+    mean the one object, so both are accepted; text that is no JSON object is left as it
+    is, for the schema to name."""
+    out = dict(config)
+    for key in object_knobs():
+        value = out.get(key)
+        if isinstance(value, str):
+            try:
+                decoded = json.loads(value)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(decoded, dict):
+                out[key] = decoded
+    return out
+
+
+def _toml_inline(value: Any) -> str:
+    """``value`` as a TOML literal (JSON's scalars are TOML's too), for hints."""
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {_toml_inline(v)}" for k, v in value.items())
+        return "{ " + inner + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_inline(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def object_knob_hint(knob: str) -> str:
+    """How to write an object knob, in both forms a config file may use."""
+    examples = knob_schema(knob).get("examples") or [{"key": "value"}]
+    example = examples[0]
+    return (
+        f"write an object: in podium.toml an inline table, {knob} = {_toml_inline(example)}, "
+        f"or its JSON text in single quotes, {knob} = '{json.dumps(example)}'"
+    )
+
+
+def _object_text_problem(value: Any) -> str:
+    """Why a knob's text is not a JSON object."""
+    try:
+        decoded = json.loads(value)
+    except json.JSONDecodeError as exc:
+        return f"its text is not JSON ({exc.msg} at column {exc.colno})"
+    return f"its text is JSON, but a {type(decoded).__name__}, not an object"
+
+
 def load_engine_config(path: Path) -> dict[str, Any]:
     """Read an engine config file (``.json``, ``.toml`` or env) into a dict."""
     try:
@@ -97,7 +151,7 @@ def load_engine_config(path: Path) -> dict[str, Any]:
         doc = parse_env_text(text, source=str(path))
     if not isinstance(doc, dict):
         raise SchemaError("an engine config must be an object of KEY: value", file=str(path))
-    return doc
+    return decode_json_knobs(doc)
 
 
 def _lookup(config: dict[str, Any], dotted: str) -> tuple[bool, Any]:
@@ -255,18 +309,26 @@ def check_engine_config(
     """
     findings = _name_findings(config, file, kind, lines)
     named = {k: v for k, v in config.items() if KNOB_NAME.fullmatch(k)}
+    objects = set(object_knobs())
     for err in validation_errors(KNOWN_KNOBS_SCHEMA_KIND, named, file=file):
         place = err.json_path.removeprefix("$.")
         top = place.split(".")[0].split("[")[0]
         accepted = allowed_values(top) if top in known_knobs() else None
+        message = err.message if place == "$" else f"{place}: {err.message}"
+        hint = (
+            f"accepted: {accepted}"
+            if accepted
+            else (f"expected {err.expected}" if err.expected else None)
+        )
+        if place == top and top in objects and isinstance(named.get(top), str):
+            message = f"{top} must be an object: {_object_text_problem(named[top])}"
+            hint = object_knob_hint(top)
         findings.append(
             Finding(
                 check_id=CONFIG_SCHEMA,
                 severity="error",
-                message=err.message if place == "$" else f"{place}: {err.message}",
-                hint=f"accepted: {accepted}"
-                if accepted
-                else (f"expected {err.expected}" if err.expected else None),
+                message=message,
+                hint=hint,
                 where=_where(top, file, lines) if place != "$" else (file or place),
             )
         )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,10 @@ from schemas.check_ids import (
     SUBMISSION_CONFIG_SCHEMA,
     SUBMISSION_MISSING_CONFIG,
 )
+from schemas.engine_config import decode_json_knobs, known_knobs
 from schemas.findings import Finding
 from submission.defaults import CONFIG_FILE, DOCKERFILE
+from submission.toml_parse import parse_salvaging
 
 NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
@@ -114,7 +115,7 @@ class SubmissionConfig:
             dockerfile=engine.get("dockerfile", DOCKERFILE),
             served_model_name=engine.get("served_model_name"),
             serve=engine.get("serve"),
-            config=dict(engine.get("config", {})),
+            config=decode_json_knobs(engine.get("config", {})),
             env=dict(engine.get("env", {})),
             model=doc.get("model"),
             reported=doc.get("reported"),
@@ -273,12 +274,54 @@ def _partial(doc: dict[str, Any]) -> SubmissionConfig:
         dockerfile=_get(engine, "dockerfile", str, DOCKERFILE) or DOCKERFILE,
         served_model_name=_get(engine, "served_model_name", str, None),
         serve=_get(engine, "serve", list, None),
-        config=dict(_get(engine, "config", dict, {})),
-        env={k: v for k, v in env.items() if isinstance(v, str)},
+        config=decode_json_knobs(_get(engine, "config", dict, {})),
+        env={k: v for k, v in env.items() if isinstance(v, str) and k not in known_knobs()},
         model=_get(doc, "model", dict, None),
         reported=_get(doc, "reported", dict, None),
         origin=_get(doc, "origin", dict, None),
     )
+
+
+def _knobs_in_env(doc: dict[str, Any], lines: dict[str, int]) -> list[Finding]:
+    """Known knobs under ``[engine.env]``: a knob set there is only an environment variable,
+    which neither podium's launcher nor the verifier's reference reads as the knob (a key
+    written at the end of the file, below ``[engine.env]``, lands there)."""
+    env = _get(_get(doc, "engine", dict, {}), "env", dict, {})
+    known = set(known_knobs())
+    out = []
+    for key, value in env.items():
+        if key not in known:
+            continue
+        line = lines.get(f"engine.env.{key}")
+        out.append(
+            Finding(
+                SUBMISSION_CONFIG_SCHEMA,
+                "error",
+                f"{key} is a knob, but it is set under [engine.env], where it would be only an "
+                "environment variable: the engine and the verifier read knobs from "
+                "[engine.config].",
+                hint=f"move `{key} = {_literal(value)}` to [engine.config] (the keys after "
+                "[engine.env] belong to it: put knobs above it)",
+                where=f"{CONFIG_FILE}:{line} engine.env.{key}"
+                if line
+                else f"{CONFIG_FILE} engine.env.{key}",
+            )
+        )
+    return out
+
+
+def _literal(value: Any) -> str:
+    """A TOML value as it is written (for hints)."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value) if not isinstance(value, dict) else "{ ... }"
+
+
+def _is_knob_in_env(err: Any) -> bool:
+    parts = [str(p) for p in err.absolute_path]
+    return len(parts) == 3 and parts[:2] == ["engine", "env"] and parts[2] in known_knobs()
 
 
 def read_config(directory: Path) -> ConfigRead:
@@ -300,27 +343,32 @@ def read_config(directory: Path) -> ConfigRead:
         )
     try:
         text = path.read_text(encoding="utf-8")
-        doc = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        return ConfigRead(
-            None,
-            None,
-            [
-                Finding(
-                    SUBMISSION_CONFIG_PARSE,
-                    "error",
-                    f"{CONFIG_FILE} is not valid TOML: {exc}",
-                    hint="fix the line it names; TOML strings need quotes",
-                    where=CONFIG_FILE,
-                )
-            ],
+    except UnicodeDecodeError as exc:
+        finding = Finding(
+            SUBMISSION_CONFIG_PARSE,
+            "error",
+            f"{CONFIG_FILE} is not UTF-8 text: {exc}",
+            hint="save it as UTF-8",
+            where=CONFIG_FILE,
         )
+        return ConfigRead(None, _partial({}), [finding])
     lines = toml_lines(text)
+    doc, parse_findings, dropped = parse_salvaging(text)
+    if doc is None:  # nothing usable: the rest (the Dockerfile, the files) is still judged
+        return ConfigRead(None, _partial({}), parse_findings, lines)
     errors = sorted(
         Draft202012Validator(TOML_SCHEMA).iter_errors(doc),
         key=lambda e: list(map(str, e.absolute_path)),
     )
-    findings = [f for e in errors for f in _schema_findings(e, lines)]
+    # a key that seems missing may sit on a broken line (or in a broken [table]): with lines
+    # set aside, "required" is left to the next run, once the file parses
+    findings = [
+        f
+        for e in errors
+        if not _is_knob_in_env(e) and not (dropped and e.validator == "required")
+        for f in _schema_findings(e, lines)
+    ]
+    findings = parse_findings + findings + _knobs_in_env(doc, lines)
     if findings:
         return ConfigRead(None, _partial(doc), findings, lines)
     cfg = SubmissionConfig.from_doc(doc)

@@ -40,11 +40,14 @@ class InitResult:
     challenge: str
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: True when no kind was named and ``init`` picked one the challenge allows
+    kind_picked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "directory": str(self.directory),
             "kind": self.kind,
+            "kind_picked": self.kind_picked,
             "challenge": self.challenge,
             "files": self.files,
             "notes": self.notes,
@@ -143,11 +146,28 @@ def default_entry(directory: Path) -> str:
     return name or "entry-1"
 
 
+#: The engine kind ``init`` picks when none is named: the first of these the challenge allows
+#: (the baseline runs anywhere; vLLM is the reference engine; a custom engine is a skeleton).
+KIND_PREFERENCE = ("baseline", "vllm", "custom")
+
+
+def default_kind(spec: ChallengeSpec) -> str:
+    """The engine kind ``init`` writes for ``spec`` when none is named."""
+    for kind in KIND_PREFERENCE:
+        if kind in spec.engine.kinds:
+            return kind
+    raise UsageError(
+        f"the {spec.id} challenge allows no engine kind podium can write "
+        f"({', '.join(spec.engine.kinds) or 'none'})",
+        hint=f"podium writes {', '.join(KIND_PREFERENCE)}",
+    )
+
+
 def init_submission(
     directory: Path,
     spec: ChallengeSpec,
     *,
-    kind: str = "baseline",
+    kind: str | None = None,
     team: str = "my-team",
     entry: str | None = None,
     base_image: str | None = None,
@@ -155,11 +175,14 @@ def init_submission(
 ) -> InitResult:
     """Write podium.toml, Dockerfile, README.md and the engine sources.
 
-    ``entry`` defaults to the directory's name, so two entries made with the defaults do
-    not package to the same bundle name.
+    ``kind`` defaults to the first of ``KIND_PREFERENCE`` the challenge allows (the result
+    says it was picked). ``entry`` defaults to the directory's name, so two entries made
+    with the defaults do not package to the same bundle name.
     """
     import re
 
+    picked = kind is None
+    kind = default_kind(spec) if kind is None else kind
     if kind not in ("baseline", "vllm", "custom"):
         raise UsageError(f"unknown engine kind {kind!r}", hint="choose baseline, vllm or custom")
     if kind not in spec.engine.kinds:
@@ -188,7 +211,7 @@ def init_submission(
     base = base_image or (vllm_base if kind == "vllm" or gpu_custom else ENGINE_BASE_IMAGE)
     port = spec.engine.port
     config = _default_config(kind, spec)
-    result = InitResult(directory=directory, kind=kind, challenge=spec.id)
+    result = InitResult(directory=directory, kind=kind, challenge=spec.id, kind_picked=picked)
 
     texts = {
         CONFIG_FILE: t.TOML.format(

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from podium.cli.options import JsonOpt, load_named_challenge
+from podium.cli.options import JsonOpt, complete_challenges, load_named_challenge
 from podium.cli.output import emit, set_json
 from podium.untrusted import markup, text
 from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
@@ -127,7 +127,12 @@ def print_knobs(
 
 @app.command("show")
 def show_cmd(
-    name: Annotated[str, typer.Argument(help="A shipped challenge name or a spec file.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="A shipped challenge name or a spec file.", autocompletion=complete_challenges
+        ),
+    ],
     json_out: JsonOpt = False,
 ) -> None:
     """Show one challenge spec: its model, hardware, PPL cap, workload, rules and knobs.

@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.text import Text
 
 from podium.cli.options import JsonOpt
-from podium.cli.output import emit, set_json
+from podium.cli.output import console, emit, set_json
 from podium.signing import KeyPair, key_id, load_public_key, public_raw_b64, write_keypair
 from podium.untrusted import text
 
@@ -33,16 +35,63 @@ def generate_cmd(
     set_json(json_out)
     pair = KeyPair.generate()
     public_path = write_keypair(pair, path, overwrite=force)
-    data = {"private_key": str(path), "public_key": str(public_path), "key_id": pair.key_id}
-    emit(
-        data,
-        lambda con: con.print(
+    tracked = unignored_in_git(path)
+    warning = (
+        f"{path} is inside the git working tree {tracked}, which does not ignore it: a "
+        f"`git add` would publish the private key; add its folder to {tracked}/.gitignore "
+        "(or keep keys outside the tree)"
+        if tracked
+        else None
+    )
+    data = {
+        "private_key": str(path),
+        "public_key": str(public_path),
+        "key_id": pair.key_id,
+        "warnings": [warning] if warning else [],
+    }
+
+    def human(con: Console) -> None:
+        con.print(
             text(
                 f"wrote {path} (private, keep it secret) and {public_path} (publish it); "
                 f"key id {pair.key_id}"
             )
-        ),
-    )
+        )
+        if warning:
+            console(stderr=True).print(Text.assemble(("warning: ", "bold yellow"), text(warning)))
+
+    emit(data, human)
+
+
+def unignored_in_git(path: Path) -> str | None:
+    """The top of the git working tree that holds ``path`` when git would not ignore it
+    (``git check-ignore``), else None (outside any tree, ignored, or no git at all)."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    if git is None:
+        return None
+    where = path.resolve().parent
+    try:
+        top = subprocess.run(
+            [git, "-C", str(where), "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if top.returncode != 0:
+            return None
+        ignored = subprocess.run(
+            [git, "-C", str(where), "check-ignore", "-q", str(path.resolve())],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return top.stdout.strip() if ignored.returncode == 1 else None
 
 
 @app.command("id")

@@ -12,7 +12,13 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from podium.cli.options import JsonOpt, KeyOpt, StoreOpt, require_signing_key
+from podium.cli.options import (
+    JsonOpt,
+    KeyOpt,
+    StoreOpt,
+    complete_challenges,
+    require_signing_key,
+)
 from podium.cli.output import console, emit, emit_line, set_json
 from podium.errors import EXIT_FINDINGS, UsageError
 from podium.signing import load_public_key
@@ -20,7 +26,12 @@ from podium.untrusted import markup, text
 
 ChallengeOpt = Annotated[
     str | None,
-    typer.Option("--challenge", "-c", help="Only this challenge id (default: every challenge)."),
+    typer.Option(
+        "--challenge",
+        "-c",
+        help="Only this challenge id (default: every challenge).",
+        autocompletion=complete_challenges,
+    ),
 ]
 
 PubkeyOpt = Annotated[

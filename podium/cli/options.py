@@ -32,6 +32,31 @@ DEFAULT_CHALLENGE = "tiny"
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document for machines.")]
 
+
+# -- completion of values (`podium --install-completion`): what each option accepts ------
+
+
+def complete_challenges(incomplete: str) -> list[str]:
+    """The shipped challenge names that start with what was typed."""
+    from schemas.challenge import list_challenges
+
+    return [name for name in list_challenges() if name.startswith(incomplete)]
+
+
+def complete_engine_kinds(incomplete: str) -> list[str]:
+    """The engine kinds a submission can name."""
+    from schemas.engine_config import ENGINE_KINDS
+
+    return [kind for kind in ENGINE_KINDS if kind.startswith(incomplete)]
+
+
+def complete_schema_kinds(incomplete: str) -> list[str]:
+    """The document kinds ``podium schema`` knows."""
+    from schemas.validate import schema_kinds
+
+    return [kind for kind in schema_kinds() if kind.startswith(incomplete)]
+
+
 ChallengeOpt = Annotated[
     str | None,
     typer.Option(
@@ -39,6 +64,7 @@ ChallengeOpt = Annotated[
         "-c",
         help="Challenge name or spec file (default: the one the bundle or podium.toml names; "
         f"else ${ENV_CHALLENGE}, else {DEFAULT_CHALLENGE}).",
+        autocompletion=complete_challenges,
     ),
 ]
 StoreOpt = Annotated[
@@ -82,6 +108,18 @@ def entry_dir(path: Path) -> Path:
     return path
 
 
+def require_entry_dir(path: Path) -> Path:
+    """A submission directory that must exist (checked in the command, not while the line
+    is parsed, so that ``--help`` and the docs' command lines parse with any DIR)."""
+    if not path.exists():
+        raise UsageError(
+            f"no such directory: {path}",
+            hint="podium submission init DIR writes a new submission directory",
+            where=str(path),
+        )
+    return path
+
+
 def require_bundle(path: Path) -> Path:
     """A bundle argument: a file; a directory or a missing path is named as such."""
     if path.is_file():
@@ -112,6 +150,19 @@ EntryArg = Annotated[
         show_default=False,
     ),
 ]
+
+
+def require_heldout(heldout: str | None) -> str | None:
+    """``--heldout``: an ``hf://`` set, or a directory that exists (checked before any
+    image is built or any request claimed)."""
+    if heldout and "://" not in heldout and not Path(heldout).is_dir():
+        raise UsageError(
+            f"--heldout {heldout}: no such directory",
+            hint="a held-out directory holds prompts.jsonl and ppl.jsonl; or pass "
+            "hf://datasets/ORG/NAME",
+            where="--heldout",
+        )
+    return heldout
 
 
 def out_option(what: str = "Folder for what this command writes") -> object:

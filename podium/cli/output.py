@@ -6,7 +6,9 @@ stderr plus a hint line (or a JSON ``{"error": ...}`` document with ``--json``).
 
 Text from participants and engines reaches the console only through ``podium.untrusted``
 (``text`` for a literal ``Text``, ``markup`` inside a markup string); the console itself
-never turns ``:name:`` into emoji.
+never turns ``:name:`` into emoji. Every boxed table it prints goes through
+``podium.cli.fit``: at any width no number, label or id is cut, and below the width a
+table needs it prints as ``label: value`` lines.
 """
 
 from __future__ import annotations
@@ -19,10 +21,18 @@ from typing import Any
 
 from rich.console import Console
 
+from podium.cli.fit import fit
 from podium.errors import PodiumError
 from podium.untrusted import markup
 
 _state: dict[str, bool] = {"json": False, "debug": False}
+
+
+class FittingConsole(Console):
+    """A console whose ``print`` draws each boxed table with ``fit`` (nothing cut)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(fit(o) for o in objects), **kwargs)
 
 
 def console(stderr: bool = False) -> Console:
@@ -31,7 +41,9 @@ def console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     tty = stream.isatty()
     width = None if tty else int(os.environ.get("COLUMNS") or 120)
-    return Console(stderr=stderr, highlight=False, soft_wrap=not tty, width=width, emoji=False)
+    return FittingConsole(
+        stderr=stderr, highlight=False, soft_wrap=not tty, width=width, emoji=False
+    )
 
 
 def set_json(enabled: bool) -> None:

@@ -223,38 +223,113 @@ def _headline(report: dict[str, Any]) -> Text:
     return line
 
 
+def summary_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a participant reads first: the TPS with its interval, the TPS they reported,
+    the PPL against the cap, the speed-up. Every other member is in ``metric_rows``."""
+    rows: list[tuple[str, str]] = []
+    tps = metrics.get("tps") if isinstance(metrics.get("tps"), dict) else None
+    ppl = metrics.get("ppl") if isinstance(metrics.get("ppl"), dict) else None
+    if tps and "median" in tps:
+        ci = tps.get("ci95")
+        interval = (
+            f" (95% CI {_num(ci[0])} .. {_num(ci[1])})"
+            if isinstance(ci, list) and len(ci) == 2
+            else ""
+        )
+        rows.append(("TPS (median)", _num(tps["median"]) + interval))
+    if metrics.get("reported_tps") is not None:
+        rows.append(("reported TPS", _num(metrics["reported_tps"])))
+    if ppl and "value" in ppl:
+        value, cap = ppl["value"], ppl.get("cap")
+        shown = "undefined" if value is None else _num(value, ".4f")
+        if isinstance(cap, (int, float)):
+            over = isinstance(value, (int, float)) and value > cap
+            shown += f" ({'over' if over else 'under'} the cap, {_num(cap, '.4f')})"
+        rows.append(("PPL", shown))
+    if metrics.get("speedup") is not None:
+        base = metrics.get("baseline_tps")
+        rows.append(
+            ("speed-up", f"{_num(metrics['speedup'])}x over the baseline's {_num(base, '.1f')} TPS")
+        )
+    return rows
+
+
+def _metrics_table(rows: list[tuple[str, str]]) -> Table:
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right", no_wrap=True, min_width=8)
+    for name, value in rows:
+        table.add_row(text(name), text(value))
+    return table
+
+
+def _checks_table(checks: list[dict[str, Any]]) -> Table:
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("summary", overflow="fold")
+    for c in checks:
+        status = clean(c.get("status"))
+        table.add_row(
+            text(c.get("id")),
+            text(status, _STATUS_STYLE.get(status, "yellow")),
+            text(c.get("summary")),
+        )
+    return table
+
+
+def _check_counts(checks: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for c in checks:
+        status = clean(c.get("status"))
+        counts[status] = counts.get(status, 0) + 1
+    order = sorted(counts, key=lambda s: (s != "pass", s))
+    return "checks: " + ", ".join(f"{counts[s]} {s}" for s in order) + f" (of {len(checks)})"
+
+
 def render_report(
-    con: Console, report: dict[str, Any], signature: Signature, *, max_cv: float | None = None
+    con: Console,
+    report: dict[str, Any],
+    signature: Signature,
+    *,
+    max_cv: float | None = None,
+    details: bool = True,
+    more: str | None = None,
 ) -> None:
-    """Print ``report`` for a human; see the module docstring."""
+    """Print ``report`` for a human; see the module docstring.
+
+    ``details=False`` prints what a participant reads: the verdict, the TPS with its
+    interval, the PPL against the cap, the checks that did not pass with their reason,
+    the findings; ``more`` then says how to see the rest (every metric, every check)."""
+    from podium.cli.fit import fit
+
     con.print(_headline(report))
     con.print(signature.line())
-    rows = metric_rows(report.get("metrics") or {})
+    metrics = report.get("metrics") or {}
+    rows = metric_rows(metrics) if details else summary_rows(metrics)
     if rows:
-        table = Table(show_header=True, header_style="bold")
-        table.add_column("metric")
-        table.add_column("value", justify="right", no_wrap=True, min_width=8)
-        for name, value in rows:
-            table.add_row(text(name), text(value))
-        con.print(table)
+        con.print(fit(_metrics_table(rows), pairs=True))
         note = baseline_note(report)
         if note:
             con.print(text(note, "dim"))
     checks = [c for c in report.get("checks") or [] if isinstance(c, dict)]
-    if checks:
-        table = Table(show_header=True, header_style="bold")
-        table.add_column("check")
-        table.add_column("status")
-        table.add_column("summary", overflow="fold")
-        for c in checks:
-            status = clean(c.get("status"))
-            table.add_row(
-                text(c.get("id")),
-                text(status, _STATUS_STYLE.get(status, "yellow")),
-                text(c.get("summary")),
-            )
-        con.print(table)
     findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
+    # the summary lists each check that did not pass once: by its finding (the message and
+    # the hint) when it has one, else by its own row
+    explained = {f.get("check_id") for f in findings}
+    shown = (
+        checks
+        if details
+        else [
+            c
+            for c in checks
+            if c.get("status") not in ("pass", "skip") and c.get("id") not in explained
+        ]
+    )
+    if checks and not details:
+        con.print(text(_check_counts(checks)))
+    if shown:
+        con.print(fit(_checks_table(shown)))
     if findings:
         con.print(Text("findings:", style="bold"))
     for f in findings:
@@ -284,3 +359,6 @@ def render_report(
                 "dim",
             )
         )
+    hidden = len(metric_rows(metrics)) > len(rows) or len(shown) < len(checks)
+    if more and not details and hidden:
+        con.print(text(more, "dim"))

@@ -12,6 +12,7 @@ from rich.console import Console
 from podium.cli.options import JsonOpt
 from podium.cli.output import emit, set_json
 from podium.cli.render import Signature, render_report
+from podium.cli.verify_cmd import DetailsOpt
 from podium.errors import EXIT_FINDINGS, SchemaError, SignatureError
 from podium.signing import load_public_key, verify_document
 from podium.untrusted import markup
@@ -100,16 +101,21 @@ def verify_cmd(
 def show_cmd(
     report: Annotated[Path, typer.Argument(help="A report JSON file.")],
     pubkey: PubkeyOpt = None,
+    details: DetailsOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Show a report for humans; with --pubkey its signature is checked first.
 
     Without --pubkey the signature is NOT checked, and the output says so. Exit 1 when
-    the report is off-schema or its signature does not match the key.
+    the report is off-schema or its signature does not match the key. It shows the verdict,
+    the TPS with its interval, the PPL against the cap and the checks that did not pass;
+    --details shows every metric and check, --json the whole document.
 
     Examples:
 
       podium report show out/verify/report.json
+
+      podium report show out/verify/report.json --details
 
       podium report show out/verify/report.json --pubkey keys/organizer.pem.pub --json
     """
@@ -137,7 +143,11 @@ def show_cmd(
             for p in problems:
                 con.print(f"  {markup(p)}")
             return
-        render_report(con, doc, signature)
+        more = (
+            f"every metric and check: podium report show {shlex.quote(str(report))} "
+            "--details (or --json)"
+        )
+        render_report(con, doc, signature, details=details, more=more)
 
     emit(result, human)
     if problems or signature.state == "invalid":

@@ -8,7 +8,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from podium.cli.options import JsonOpt, resolve_challenge
+from podium.cli.options import (
+    JsonOpt,
+    complete_challenges,
+    complete_engine_kinds,
+    complete_schema_kinds,
+    resolve_challenge,
+)
 from podium.cli.output import emit, set_json
 from podium.errors import EXIT_FINDINGS, SchemaError, UsageError
 from podium.untrusted import markup, text
@@ -36,7 +42,8 @@ def list_cmd(json_out: JsonOpt = False) -> None:
 
 @app.command("show")
 def show_cmd(
-    kind: Annotated[str, typer.Argument(help="Schema kind.")], json_out: JsonOpt = False
+    kind: Annotated[str, typer.Argument(help="Schema kind.", autocompletion=complete_schema_kinds)],
+    json_out: JsonOpt = False,
 ) -> None:
     """Print a JSON Schema (always JSON; --json is accepted for uniformity).
 
@@ -48,7 +55,12 @@ def show_cmd(
 
 @app.command("validate")
 def validate_cmd(
-    kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(schema_kinds())}.")],
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help=f"One of: {', '.join(schema_kinds())}.", autocompletion=complete_schema_kinds
+        ),
+    ],
     file: Annotated[
         Path, typer.Argument(help="The document (engine configs: .json, .toml or KEY=VALUE env).")
     ],
@@ -59,6 +71,7 @@ def validate_cmd(
             "-c",
             help="For engine-config: also apply this challenge's rules "
             "(default: $PODIUM_CHALLENGE, else tiny).",
+            autocompletion=complete_challenges,
         ),
     ] = None,
     engine: Annotated[
@@ -68,6 +81,7 @@ def validate_cmd(
             metavar="KIND",
             help="For engine-config: the engine kind it is for (vllm, baseline, custom); "
             "with vllm or baseline a key that is no known knob is an error.",
+            autocompletion=complete_engine_kinds,
         ),
     ] = None,
     no_rules: Annotated[

@@ -23,11 +23,14 @@ from podium.cli.options import (
     LocalRunner,
     LocalRunnerOpt,
     challenge_name,
+    complete_engine_kinds,
     load_named_challenge,
     out_option,
+    require_entry_dir,
     resolve_challenge,
 )
 from podium.cli.output import console, emit, json_mode, set_json
+from podium.cli.verify_cmd import DetailsOpt
 from podium.errors import EXIT_FINDINGS, UsageError
 from podium.events import Events
 from podium.untrusted import markup, text
@@ -110,8 +113,13 @@ def init_cmd(
     directory: DirArg,
     challenge: ChallengeOpt = None,
     engine: Annotated[
-        str, typer.Option(help="Engine kind: baseline, vllm or custom.")
-    ] = "baseline",
+        str | None,
+        typer.Option(
+            help="Engine kind: baseline, vllm or custom (default: the first of these the "
+            "challenge allows).",
+            autocompletion=complete_engine_kinds,
+        ),
+    ] = None,
     team: Annotated[str, typer.Option(help="Team name.")] = "my-team",
     entry: Annotated[
         str | None, typer.Option(help="Entry name (default: the directory's name).")
@@ -133,9 +141,10 @@ def init_cmd(
     from submission.scaffold import init_submission
 
     set_json(json_out)
+    spec = resolve_challenge(challenge)
     result = init_submission(
         directory,
-        resolve_challenge(challenge),
+        spec,
         kind=engine,
         team=team,
         entry=entry,
@@ -148,6 +157,14 @@ def init_cmd(
             f"[green]wrote[/] {markup(directory)} ({markup(result.kind)} engine, "
             f"{markup(result.challenge)} challenge, {len(result.files)} files)"
         )
+        if result.kind_picked:
+            con.print(
+                text(
+                    f"  engine: {result.kind}, the first of baseline, vllm, custom that the "
+                    f"{result.challenge} challenge allows (it allows "
+                    f"{', '.join(spec.engine.kinds)}; --engine KIND picks another)"
+                )
+            )
         for note in result.notes:
             con.print(text(f"  note: {note}"))
         con.print(
@@ -207,7 +224,7 @@ def knobs_cmd(
     from submission.knobs import knob_table
 
     set_json(json_out)
-    read = read_config(directory)
+    read = read_config(require_entry_dir(directory))
     cfg = read.partial
     if cfg is None:
         _finish({"directory": str(directory)}, read.findings, "")
@@ -370,6 +387,9 @@ def inspect_cmd(
 ) -> None:
     """Open a bundle exactly as the verifier's intake does, and report what it finds.
 
+    The bundle is checked against the challenge's rules: --challenge when given, else the
+    one its manifest names.
+
     Examples:
 
       podium submission inspect dist/acme-mtp-7.tar.gz
@@ -383,26 +403,31 @@ def inspect_cmd(
 
     set_json(json_out)
     spec = resolve_challenge(challenge, None if challenge else bundle_challenge(bundle))
+    from verifier.intake import rule_findings
+
     with tempfile.TemporaryDirectory(prefix="podium-inspect-") as tmp:
         opened = open_bundle(bundle, Path(tmp), limits=spec.limits)
         m = opened.manifest
+        findings = [*opened.findings, *rule_findings(m, spec)]
         data = {
             "bundle": str(bundle),
             "sha256": opened.sha256,
             "size": opened.size,
-            "ok": opened.ok,
-            "challenge": m.challenge.id,
+            "ok": not errors_in(findings),
+            "challenge": spec.id,
+            "bundle_challenge": m.challenge.id,
             "team": m.team,
             "entry": m.entry,
             "engine": m.engine.kind,
             "files": len(m.files),
-            "findings": [f.to_dict() for f in opened.findings],
+            "findings": [f.to_dict() for f in findings],
         }
         remove_opened(opened)
     _finish(
         data,
-        opened.findings,
-        f"{bundle}: {m.team}/{m.entry}, {m.engine.kind} engine, {len(m.files)} files",
+        findings,
+        f"{bundle}: {m.team}/{m.entry}, {m.engine.kind} engine, {len(m.files)} files, "
+        f"within the {spec.id} challenge's rules",
         f"podium submission selfcheck {_q(bundle)}",
     )
 
@@ -518,6 +543,7 @@ def selfcheck_cmd(
         "out/selfcheck"
     ),
     logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
+    details: DetailsOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the organizers' pipeline on the public prompts: the numbers you will be held to.
@@ -535,6 +561,13 @@ def selfcheck_cmd(
     from submission.bundle import package
 
     set_json(json_out)
+    if not source.exists():
+        raise UsageError(
+            f"no such directory or bundle: {source}",
+            hint="pass a submission directory (podium submission init DIR writes one) or a "
+            "bundle .tar.gz",
+            where=str(source),
+        )
     bundle = source
     if source.is_dir():
         packaged = package(source, out, challenge=_spec(challenge), build=False, force=True)
@@ -555,6 +588,7 @@ def selfcheck_cmd(
             self_check=True,
             logs=logs,
             source=source,
+            details=details,
         )
     )
 
@@ -662,6 +696,7 @@ def sweep_cmd(
     from submission.sweep import Budget, SweepEvents, SweepRequest, parse_knob, run_sweep
 
     set_json(json_out)
+    require_entry_dir(directory)
     _need_sweep_extra(search is not None)
     cfg, problems = load_config(directory)
     if cfg is None:

@@ -17,6 +17,7 @@ from podium.cli.options import (
     RunnerOpt,
     out_option,
     require_bundle,
+    require_heldout,
     resolve_challenge,
     signing_key,
 )
@@ -56,6 +57,31 @@ def bundle_challenge(bundle: Path) -> str | None:
     return challenge if isinstance(challenge, str) else None
 
 
+def quiet_library_bars() -> None:
+    """No progress bar of a library in the middle of podium's own output: transformers
+    draws one while the reference loads its weights (it reads the Hub library's switch when
+    it is imported, and its own after), and the verification shows its own progress."""
+    import sys
+
+    from huggingface_hub.utils import disable_progress_bars
+
+    disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+
+
+DetailsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--details",
+        help="Every metric and check (stability, trials, reference checks...), not only the "
+        "verdict, TPS, PPL and the checks that did not pass.",
+    ),
+]
+
+
 def exit_code(verdict: str) -> int:
     return {"VERIFIED": EXIT_OK, "UNOFFICIAL": EXIT_OK, "REJECTED": EXIT_FINDINGS}.get(
         verdict, EXIT_CANNOT_EVALUATE
@@ -75,15 +101,19 @@ def run_verification(
     self_check: bool,
     logs: bool,
     source: Path | None = None,
+    details: bool = False,
 ) -> int:
     """Run the pipeline on ``bundle`` and print the one report rendering; the exit code.
 
-    ``source`` is the directory a self-check packaged the bundle from (for the next step).
+    ``source`` is the directory a self-check packaged the bundle from (for the next step);
+    ``details`` prints every metric and check, not only what a participant reads first.
     """
+    quiet_library_bars()
     from verifier.pipeline import VerifyRequest, verify
     from verifier.runners.factory import make_runner, reference_runner
 
     require_bundle(bundle)
+    require_heldout(heldout)
     if publish and key is None:
         raise UsageError(
             "--publish needs a signing key",
@@ -131,7 +161,11 @@ def run_verification(
             sig = Signature("unsigned", unsigned_because="self-checks are never signed")
         else:
             sig = Signature("unsigned", unsigned_because="no --key given (nor $PODIUM_SIGNING_KEY)")
-        render_report(con, outcome.report, sig, max_cv=max_cv)
+        more = (
+            f"every metric and check: podium report show "
+            f"{shlex.quote(str(outcome.report_path))} --details (or --json)"
+        )
+        render_report(con, outcome.report, sig, max_cv=max_cv, details=details, more=more)
         con.print(f"report: {markup(outcome.report_path)}")
         _print_published(con, result.get("published"))
         con.print(
@@ -230,12 +264,14 @@ def register(app: typer.Typer) -> None:
         runner: RunnerOpt = RunnerKind.local_docker,
         out: Annotated[Path, out_option("Folder for the report and logs")] = Path("out/verify"),
         logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
+        details: DetailsOpt = False,
         json_out: JsonOpt = False,
     ) -> None:
         set_json(json_out)
         raise typer.Exit(
             run_verification(
                 bundle,
+                details=details,
                 challenge=challenge,
                 runner=runner,
                 out=out,

@@ -18,6 +18,7 @@ from podium.cli.options import (
     LocalRunnerOpt,
     QueueOpt,
     out_option,
+    require_heldout,
     require_signing_key,
 )
 from podium.cli.output import console, emit, json_mode, set_json
@@ -41,6 +42,12 @@ Claim requests and verify each on a jobs service: a server job (the participant'
 rebuilt image on --flavor, no secrets) and a harness job (podium's image on a CPU
 flavour with the held-out set and the signing key) in one private network group.
 
+Which rows it can make VERIFIED: a jobs service has no egress switch, so the server job
+is not sandboxed, and a challenge that requires integrity.isolation gets UNOFFICIAL rows
+from either backend (--backend local is a rehearsal of the same jobs on Docker here).
+{verified}
+Docs: docs/scale.md, "Which runner can make a row VERIFIED".
+
 Examples:
 
   podium dispatch --queue hf://datasets/org/podium-queue --store hf://datasets/org/board
@@ -60,6 +67,27 @@ Example:
   podium harness --server 'http://${HF_NETWORK_GROUP_PREFIX}engine:8000'
   --bundle /queue/bundles/SHA.tar.gz --challenge fast-gemma --heldout /heldout
 """
+
+
+def verified_paths() -> str:
+    """Which of the shipped challenges dispatch can make VERIFIED, from their specs."""
+    from schemas.challenge import list_challenges, load_challenge
+
+    sandboxed = [n for n in list_challenges() if load_challenge(n).check("isolation")["enabled"]]
+    others = [n for n in list_challenges() if n not in sandboxed]
+    lines = []
+    if sandboxed:
+        lines.append(
+            f"Shipped challenges that require it: {', '.join(sandboxed)}; their VERIFIED rows "
+            "come only from `podium worker --runner local-docker` on hosts with Docker and the "
+            "challenge's GPU, claiming from the same queue."
+        )
+    if others:
+        lines.append(
+            f"Shipped challenges that do not: {', '.join(others)}; dispatch can make their "
+            "rows VERIFIED on the challenge's hardware."
+        )
+    return "\n".join(lines)
 
 
 class Backend(enum.StrEnum):
@@ -118,18 +146,18 @@ def register(app: typer.Typer) -> None:
         from functools import partial
 
         from leaderboard.stores import open_store
+        from podium.cli.queue_cmd import existing_queue
         from verifier.runners.factory import make_runner, reference_runner
-        from verifier.scale.queue.stores import open_queue
         from verifier.scale.worker import Worker, WorkerConfig
 
         set_json(json_out)
         cfg = WorkerConfig(
-            queue=open_queue(queue),
+            queue=existing_queue(queue),
             store=open_store(store) if store else None,
             key=require_signing_key(key),
             runner=partial(make_runner, runner.value),
             out_dir=out,
-            heldout=heldout,
+            heldout=require_heldout(heldout),
             reference=reference_runner,
             lease_s=lease,
             poll_s=poll,
@@ -137,13 +165,17 @@ def register(app: typer.Typer) -> None:
         handled = Worker(cfg, say=_say).run(once=once, install_signals=True)
         raise typer.Exit(_summary(handled))
 
-    @app.command("dispatch", help=DISPATCH_HELP)
+    @app.command("dispatch", help=DISPATCH_HELP.format(verified=verified_paths()))
     def dispatch_cmd(
         queue: QueueOpt = None,
         store: PublishOpt = None,
         key: KeyOpt = None,
         backend: Annotated[
-            Backend, typer.Option(help="hf: Hugging Face Jobs; local: a rehearsal on Docker here.")
+            Backend,
+            typer.Option(
+                help="hf: Hugging Face Jobs; local: a rehearsal on Docker here (neither "
+                "sandboxes the engine: see above)."
+            ),
         ] = Backend.hf,
         flavor: Annotated[str, typer.Option(help="The server job's flavour.")] = "a10g-small",
         harness_flavor: Annotated[str, typer.Option(help="The harness job's.")] = "cpu-upgrade",
@@ -162,11 +194,13 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         from leaderboard.stores import open_store
+        from podium.cli.queue_cmd import existing_queue
         from verifier.scale.dispatch.dispatcher import DispatchConfig, Dispatcher
-        from verifier.scale.queue.stores import LocalQueue, open_queue
+        from verifier.scale.queue.stores import LocalQueue
 
         set_json(json_out)
-        q = open_queue(queue)
+        q = existing_queue(queue)
+        require_heldout(heldout)
         jobs: Any
         if backend is Backend.local:
             from verifier.scale.dispatch.local import LocalJobs
@@ -241,7 +275,7 @@ def register(app: typer.Typer) -> None:
             challenge=challenge_name(challenge, bundle_challenge(bundle)),
             out=out,
             key=require_signing_key(key),
-            heldout=heldout,
+            heldout=require_heldout(heldout),
             reported_tps=reported_tps,
             facts=facts,
             print_line=lambda line: print(line, flush=True),
