@@ -85,6 +85,12 @@ PARTS: dict[str, Part] = {
             argv=lambda out, quick: ["--out", str(out)] + (["--grid", "small"] if quick else []),
         ),
         Part(
+            "verify_cost",
+            "verify_cost",
+            "CPU and git (a worktree of the commit compared)",
+            argv=lambda out, quick: ["--out", str(out)] + (["--pairs", "1"] if quick else []),
+        ),
+        Part(
             "gpu_e4b",
             "gpu_e4b",
             "a CUDA GPU (on the GPU machine: bash bench/gpu.sh)",
