@@ -172,7 +172,10 @@ def test_the_champions_levers_on_tiny_are_verified(tmp_path: Path) -> None:
     # an untrained drafter of the same shape gets about 0.0001
     assert 0.3 <= runtime["speculative_acceptance_rate"] <= 1, runtime["counters"]
     decode = {c["id"]: c for c in report["checks"]}["integrity.reference-decode"]["details"]
-    assert decode["reference_model"]["sliding_window"] == 16
+    # the budget rule: judged against the pinned model, the window listed, not reproduced
+    assert decode["reference_model"]["sliding_window"] is None
+    assert decode["reference_model"]["budgeted"]["SLIDING_WINDOW"] == 16
+    assert decode["mean_gap"] <= decode["allowance"]["mean"]
     assert load_challenge("tiny").quality.reference_ppl < report["metrics"]["ppl"]["value"]
 
 
@@ -196,18 +199,19 @@ def test_raw_logits_smuggled_through_a_free_variable_is_rejected(tmp_path: Path)
 @pytest.mark.quiet("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path")
 @pytest.mark.parametrize("window", [24])
 def test_a_shorter_sliding_window_inside_the_cap_is_verified(tmp_path: Path, window: int) -> None:
-    """SLIDING_WINDOW is the published winner's lever (a 4 % PPL cost on E4B): the reference
-    runs the model with the declared window, so the entry is judged against what it
-    declared, and VERIFIED while its PPL is inside the cap. (A window of 16 is verified
-    with the champion's other levers in ``test_the_champions_levers_on_tiny_are_verified``.)"""
+    """SLIDING_WINDOW is the published winner's lever (a 4 % PPL cost on E4B): under the
+    budget rule the reference runs the pinned model, the declaration moves no bound, and
+    the entry is VERIFIED while its PPL is inside the cap and its decode within what an
+    honest model at the cap shows. (A window of 16 is verified with the champion's other
+    levers in ``test_the_champions_levers_on_tiny_are_verified``.)"""
     knobs = {"SLIDING_WINDOW": window}
     report = run_verify(make_bundle(tmp_path, f"window-{window}", knobs), tmp_path / "out")
     assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
     checks = {c["id"]: c for c in report["checks"]}
     decode = checks["integrity.reference-decode"]["details"]
-    assert decode["reference_model"]["sliding_window"] == window
-    assert decode["reference_model"]["applied"] == {"SLIDING_WINDOW": window}
-    assert decode["mean_gap"] < 0.01  # judged against the declared model: numerics only
+    assert decode["reference_model"]["sliding_window"] is None
+    assert decode["reference_model"]["budgeted"] == {"SLIDING_WINDOW": window}
+    assert 0.0 < decode["mean_gap"] <= 0.7 * decode["allowance"]["mean"]  # W=24: 0.59 at most
     spec = load_challenge("tiny")
     ppl = report["metrics"]["ppl"]["value"]
     assert spec.quality.reference_ppl < ppl <= spec.quality.cap
