@@ -174,7 +174,10 @@ def undeclared_rows(names: str) -> list[Any]:
 
     honest = [r for r in margin_rows() if r.kind == "honest"]
     if names:
-        honest += [r for r in table_rows() if r.kind == "honest" and not r.vllm]
+        known = {r.name for r in honest}
+        honest += [
+            r for r in table_rows() if r.kind == "honest" and not r.vllm and r.name not in known
+        ]
         wanted = {n.strip() for n in names.split(",") if n.strip()}
         unknown = wanted - {r.name for r in honest}
         if unknown:
