@@ -21,7 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from leaderboard.checked import check_snapshot
 from leaderboard.ranking import Ranked
+from leaderboard.seen import SeenHeads
 from leaderboard.stores.base import Store
 from leaderboard.trust import Trust
 from leaderboard.verify import RowChecker, StoreCheck
@@ -96,6 +98,10 @@ def records_document(check: StoreCheck, store: str) -> dict[str, Any]:
         "records": rows,
         "boards": boards,
         "unverified": [b.to_dict() for b in check.bad],
+        "head": check.head,
+        "set_ok": not check.set_problems,
+        "set_problems": [p.to_dict() for p in check.set_problems],
+        "withdrawn": [w.to_dict() for w in check.withdrawn],
     }
 
 
@@ -116,8 +122,8 @@ class RecordsCache:
     """``/records.json`` made at most every ``ttl`` seconds (a Hub read is slow); each
     row's bytes are checked once (``RowChecker``), so a refresh checks only new rows."""
 
-    def __init__(self, store: Store, ttl: float, trust: Trust | None):
-        self.store, self.ttl = store, ttl
+    def __init__(self, store: Store, ttl: float, trust: Trust | None, seen: SeenHeads | None):
+        self.store, self.ttl, self.seen = store, ttl, seen
         self.checker = RowChecker(trust)
         self._lock = threading.Lock()
         self._body: bytes | None = None
@@ -126,9 +132,8 @@ class RecordsCache:
     def body(self) -> bytes:
         with self._lock:
             if self._body is None or time.monotonic() - self._at > self.ttl:
-                trusted = self.checker.trust is not None
-                store_keys = frozenset(self.store.public_keys()) if trusted else frozenset()
-                check = self.checker.check(self.store.raw_records(), store_keys)
+                snap = self.store.snapshot()
+                check = check_snapshot(snap, self.store.identity, self.checker, seen=self.seen)
                 doc = records_document(check, self.store.url)
                 self._body = json.dumps(doc, ensure_ascii=False).encode("utf-8")
                 self._at = time.monotonic()
@@ -142,12 +147,14 @@ def make_server(
     *,
     trust: Trust | None,
     ttl: float = 10.0,
+    seen: SeenHeads | None = None,
 ) -> ThreadingHTTPServer:
     """A server for the page; call ``serve_forever()`` on it (``port=0``: any free port).
 
     ``trust``: the keys every row is checked against (None: nothing is checked, and the
-    page says so)."""
-    cache = RecordsCache(store, ttl, trust)
+    page says so); ``seen``: the memory of heads rollbacks are measured against (default:
+    the user's cache)."""
+    cache = RecordsCache(store, ttl, trust, seen if seen is not None else SeenHeads())
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:

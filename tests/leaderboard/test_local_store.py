@@ -8,10 +8,11 @@ from pathlib import Path
 
 from factories import make_record, publish_worker
 
+from leaderboard.checked import verify_store
+from leaderboard.publish import head_signer
 from leaderboard.records import verify_record
 from leaderboard.stores import open_store
 from leaderboard.stores.local import LocalStore
-from leaderboard.verify import verify_store
 from podium.signing import KeyPair
 
 
@@ -48,7 +49,7 @@ def test_publishing_a_batch_with_duplicates_stores_each_once(
 ) -> None:
     recs = [make_record(keypair, serial=i) for i in range(3)]
     store = LocalStore(tmp_path / "s")
-    result = store.publish(recs + recs)
+    result = store.publish(recs + recs, head_signer(keypair))
     assert sorted(result.added) == sorted(r["record_id"] for r in recs)
     assert len(store.list_records()) == 3
 
