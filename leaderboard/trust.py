@@ -133,41 +133,47 @@ def with_rotations(trust: Trust, docs: list[dict[str, Any]]) -> tuple[Trust, lis
     """``trust`` after the key rotations ``docs`` (oldest first), and why any was refused.
 
     A rotation counts when the key it replaces is trusted (and not revoked) and signed it;
-    a chain of rotations is followed in order of time.
+    a chain of rotations is followed in order of time. One from a key the viewer does not
+    trust is passed over; one a trusted key did not sign is refused.
     """
     keys = list(trust.keys)
     refused: list[str] = []
-    for doc in sorted(docs, key=lambda d: str(d.get("at", ""))):
-        old_id, at = str(doc.get("key_id")), str(doc.get("at"))
-        olds = [k for k in keys if k.key_id == old_id and not k.revoked_at]
-        if not olds:
-            refused.append(f"rotation from key {old_id}: that key is not trusted")
-            continue
-        try:
-            verify_document(doc, olds[0].public_key)
-            public = public_key_from_b64(str(doc.get("new_public_key")), where="new_public_key")
-        except PodiumError as exc:
-            refused.append(f"rotation from key {old_id}: {exc.message}")
-            continue
-        if key_id(public) != doc.get("new_key_id"):
-            refused.append(f"rotation from key {old_id}: new_key_id is not its key's id")
-            continue
-        revoked = at if doc.get("revoked") else None
-        for old in olds:
-            keys.remove(old)
-            until = old.valid_until if old.valid_until and old.valid_until < at else at
-            keys.append(replace(old, valid_until=until, revoked_at=revoked or old.revoked_at))
-            keys.append(
-                TrustedKey(
-                    key_id(public),
-                    public,
-                    f"rotated from {old_id} ({old.source})",
-                    old.challenge,
-                    at,
-                    None,
-                )
-            )
+    pending = sorted(docs, key=lambda d: str(d.get("at", "")))
+    progress = True
+    while pending and progress:  # a chain, in order: each link through the key before it
+        progress = False
+        for doc in list(pending):
+            old_id = str(doc.get("key_id"))
+            olds = [k for k in keys if k.key_id == old_id and not k.revoked_at]
+            if not olds:
+                continue
+            pending.remove(doc)
+            progress = True
+            why = _rotate(keys, olds, doc)
+            if why is not None:
+                refused.append(f"rotation from key {old_id}: {why}")
+    # the rest rotate keys this viewer does not trust: nothing to carry over
     return Trust(tuple(keys)), refused
+
+
+def _rotate(keys: list[TrustedKey], olds: list[TrustedKey], doc: dict[str, Any]) -> str | None:
+    """Apply the rotation ``doc`` from ``olds`` to ``keys`` in place; why not, or None."""
+    at = str(doc.get("at"))
+    try:
+        verify_document(doc, olds[0].public_key)
+        public = public_key_from_b64(str(doc.get("new_public_key")), where="new_public_key")
+    except PodiumError as exc:
+        return exc.message
+    if key_id(public) != doc.get("new_key_id"):
+        return "new_key_id is not its key's id"
+    revoked = at if doc.get("revoked") else None
+    for old in olds:
+        keys.remove(old)
+        until = old.valid_until if old.valid_until and old.valid_until < at else at
+        keys.append(replace(old, valid_until=until, revoked_at=revoked or old.revoked_at))
+        source = f"rotated from {old.key_id} ({old.source})"
+        keys.append(TrustedKey(key_id(public), public, source, old.challenge, at, None))
+    return None
 
 
 def build_trust(pubkeys: Iterable[Path] = (), *, spec_keys_too: bool = True) -> Trust:

@@ -11,6 +11,7 @@ from hubserver import FakeHub, allow_hub_requests
 from huggingface_hub import constants
 
 from leaderboard.checked import verify_store
+from leaderboard.log import parse_head
 from leaderboard.publish import head_signer
 from leaderboard.stores import open_store
 from leaderboard.stores.hub import HubStore
@@ -135,3 +136,8 @@ def test_eight_processes_publishing_to_the_hub_lose_nothing(
         assert fake_hub.stats[f"injected:commit:{status}"] > 0
     check = verify_store(open_store(url), [keypair.public_key])
     assert check.ok and len(check.good) == 400
+    head = parse_head(files["log/head.json"])
+    assert head.version == 8 * 50 // 5  # one head per publish call that added rows
+    assert sorted(leaf["path"] for leaf in head.leaves) == sorted(
+        p for p in files if p.startswith("records/")
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 from factories import make_record, publish_worker
 
 from leaderboard.checked import verify_store
+from leaderboard.log import parse_head
 from leaderboard.publish import head_signer
 from leaderboard.records import verify_record
 from leaderboard.stores import open_store
@@ -68,4 +69,8 @@ def test_eight_processes_publishing_fifty_records_each_lose_nothing(
     assert len(raw) == 400
     for item in raw:
         verify_record(json.loads(item.data), keypair.public_key)
-    assert len(verify_store(store, [keypair.public_key]).good) == 400
+    check = verify_store(store, [keypair.public_key])
+    assert check.ok and len(check.good) == 400
+    head = parse_head((store.root / "log" / "head.json").read_bytes())
+    assert head.version == 400  # one head per publish call that added rows (1 row each)
+    assert sorted(leaf["path"] for leaf in head.leaves) == sorted(item.path for item in raw)
