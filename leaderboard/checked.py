@@ -20,7 +20,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from leaderboard.log import now_stamp
+from leaderboard.log import HEAD_PATH, now_stamp
 from leaderboard.seen import SeenHeads
 from leaderboard.setcheck import SetProblem, check_head, compare_set
 from leaderboard.specs import head_max_age_days
@@ -77,6 +77,13 @@ def _withdrawal_problem(path: str, doc: dict[str, Any], trust: Trust) -> SetProb
     return None
 
 
+def _sources(out: StoreCheck, snap: Snapshot) -> None:
+    out.sources = {i.path: i.data for i in [*snap.records, *snap.documents] if i.error is None}
+    if snap.head is not None:
+        out.sources[HEAD_PATH] = snap.head
+    out.bundles = dict(snap.bundles)
+
+
 def check_snapshot(
     snap: Snapshot,
     identity: str,
@@ -88,7 +95,9 @@ def check_snapshot(
     """The rows and the set of ``snap`` (of the store named ``identity``)."""
     base = checker.trust
     if base is None:  # --no-verify: nothing checked, and every view says so
-        return checker.check(snap.records)
+        out = checker.check(snap.records)
+        _sources(out, snap)
+        return out
     rotations, withdrawals, problems = _documents(snap)
     trust, refused = with_rotations(base, rotations)
     problems += [SetProblem("bad-document", why, ROTATIONS_DIR) for why in refused]
@@ -150,6 +159,7 @@ def check_snapshot(
         ]
         out.good = [g for g in out.good if str(g.record.get("record_id")) not in gone]
     out.set_problems = problems
+    _sources(out, snap)
     if state.head is not None and state.sound:
         out.head = state.head.summary()
         if state.remember and seen is not None:

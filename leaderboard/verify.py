@@ -135,6 +135,10 @@ class StoreCheck:
     withdrawn: list[Withdrawn] = field(default_factory=list)
     #: the sound head's summary (version, time, size, root, key), else None
     head: dict[str, Any] | None = None
+    #: the stored bytes of every row, logged document and the head, by path (for links)
+    sources: dict[str, bytes] = field(default_factory=dict, repr=False)
+    #: bundle sha256 -> link, for the bundles the store holds
+    bundles: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -160,7 +164,15 @@ class StoreCheck:
         bad = [b for b in self.bad if b.challenge in (None, challenge)]
         gone = [w for w in self.withdrawn if _challenge_of(w.row.record) == challenge]
         return StoreCheck(
-            self.checked, self.trust, good, bad, list(self.set_problems), gone, self.head
+            self.checked,
+            self.trust,
+            good,
+            bad,
+            list(self.set_problems),
+            gone,
+            self.head,
+            self.sources,
+            self.bundles,
         )
 
     def to_dict(self) -> dict[str, Any]:

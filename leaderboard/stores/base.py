@@ -7,6 +7,7 @@ local folder and in a Hub dataset repo::
     withdrawals/<challenge>/<record_id>.json   (a signed withdrawal of a published row)
     keys/<key_id>.pub
     keys/rotations/<new_key_id>.json           (a key rotation, signed by the old key)
+    bundles/<bundle_sha256>.tar.gz             (optional: submitted bundles, linked by views)
     log/head.json        (the signed head: every document above but the keys, see log.py)
     README.md            (the dataset card)
 
@@ -29,6 +30,7 @@ from schemas.validate import validate
 
 RECORDS_DIR = "records"
 KEYS_DIR = "keys"
+BUNDLES_DIR = "bundles"
 WITHDRAWALS_DIR = "withdrawals"
 ROTATIONS_DIR = "keys/rotations"
 CARD = "README.md"
@@ -67,6 +69,9 @@ class Snapshot:
     documents: list[RawRecord]
     head: bytes | None
     keys: dict[str, bytes]
+    #: bundle sha256 -> where to fetch it, for the bundles the store holds
+    #: (``bundles/<sha256>.tar.gz``: a path in a folder, a URL on the Hub)
+    bundles: dict[str, str] = field(default_factory=dict)
 
 
 class HeadMaker(Protocol):
@@ -141,6 +146,13 @@ def record_bytes(record: dict[str, Any]) -> bytes:
 def record_files(records: list[dict[str, Any]]) -> dict[str, bytes]:
     """Path -> bytes of each record, validated (``check_publishable``)."""
     return {path: record_bytes(rec) for path, rec in check_publishable(records)}
+
+
+def bundle_sha(name: str) -> str | None:
+    """The sha256 a file name ``<sha256>.tar.gz`` under ``bundles/`` claims, or None."""
+    stem = name.removesuffix(".tar.gz")
+    ok = name.endswith(".tar.gz") and len(stem) == 64
+    return stem if ok and all(c in "0123456789abcdef" for c in stem) else None
 
 
 def document_dirs() -> tuple[str, ...]:

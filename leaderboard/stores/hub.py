@@ -263,7 +263,21 @@ class HubStore:
             self._docs(folder),
             head.read_bytes() if head.is_file() else None,
             keys,
+            self._bundles(),
         )
+
+    def _bundles(self) -> dict[str, str]:
+        """Links to the bundles under ``bundles/`` (listed, never downloaded)."""
+        names = self.repo.retrying(
+            "list bundles", lambda: self.repo.files(base.BUNDLES_DIR, revision=self.revision)
+        )
+        where = f"{self.repo.endpoint}/datasets/{self.repo_id}/resolve/{self.revision}"
+        out = {}
+        for path in names:
+            sha = base.bundle_sha(path.rsplit("/", 1)[-1])
+            if sha is not None:
+                out[sha] = f"{where}/{path}"
+        return out
 
     def list_records(self) -> list[dict[str, Any]]:
         return base.parse_raw(self.raw_records())

@@ -19,6 +19,7 @@ from podium.fsutil import atomic_write, folder_lock, shared_lock
 from podium.signing import key_id, public_key_from_pem
 
 from .base import (
+    BUNDLES_DIR,
     CARD,
     KEYS_DIR,
     RECORDS_DIR,
@@ -26,6 +27,7 @@ from .base import (
     PublishResult,
     RawRecord,
     Snapshot,
+    bundle_sha,
     document_dirs,
     find_record,
     key_path,
@@ -165,7 +167,19 @@ class LocalStore:
         with shared_lock(self.root, LOCK_NAME):
             records = self.raw_records()
             docs = [d for f in document_dirs() for d in self._read_folder(f, layout=False)]
-            return Snapshot(records, docs, self._head_bytes(), self._keys_unlocked())
+            return Snapshot(
+                records, docs, self._head_bytes(), self._keys_unlocked(), self._bundles()
+            )
+
+    def _bundles(self) -> dict[str, str]:
+        folder = self.root / BUNDLES_DIR
+        names = sorted(p.name for p in folder.glob("*.tar.gz")) if folder.is_dir() else []
+        return {sha: f"{BUNDLES_DIR}/{n}" for n in names if (sha := bundle_sha(n))}
+
+    def bundle_file(self, sha: str) -> Path | None:
+        """The bundle file ``sha`` names, if the store holds it."""
+        path = self.root / BUNDLES_DIR / f"{sha}.tar.gz"
+        return path if bundle_sha(path.name) == sha and path.is_file() else None
 
     def list_records(self) -> list[dict[str, Any]]:
         return parse_raw(self.raw_records())

@@ -169,7 +169,13 @@ def test_build_site_writes_a_static_space(
         "style.css",
         "records.json",
         "README.md",
+        "records",  # each row's signed file, as stored, for the page's links
+        "log",  # the signed head the rows were checked against
     }
+    assert len(list((out / "records" / "tiny").glob("*.json"))) == 7
+    assert (out / "log" / "head.json").read_bytes() == (
+        seeded_store.root / "log/head.json"
+    ).read_bytes()
     assert json.loads((out / "records.json").read_text())["count"] == 7
     assert "sdk: static" in (out / "README.md").read_text()
     assert "http" not in (out / "index.html").read_text().replace("http-equiv", "")
