@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -317,3 +318,45 @@ def test_rotated_keys_carry_trust_and_revoked_keys_list_their_rows_apart(
     (revoked,) = [b for b in doc["bad"] if b["kind"] == "revoked-key"]
     assert revoked["team"] == "after" and "revoked on 20" in revoked["problem"]
     assert doc["good"] == 7  # the first key's rows stand: only the revoked key's fall
+
+
+def test_every_view_reports_a_deleted_row(
+    where: Local | Hub, keypair: KeyPair, pub: str, tmp_path: Path
+) -> None:
+    """``export``, ``build-site`` and ``serve``'s ``/records.json`` say what ``verify`` says."""
+    import urllib.request
+
+    from leaderboard.trust import build_trust
+    from leaderboard.views.web import make_server
+
+    publish(where, keypair, seeded_records(keypair))
+    victim = herons(where, keypair)
+    where.delete(victim)
+
+    def missing(doc: dict[str, Any]) -> list[tuple[str, str | None, str | None]]:
+        return [(p["path"], p["team"], p["entry"]) for p in doc["set_problems"]]
+
+    expected = [(victim, "herons", "bf16")]
+    out = tmp_path / "lb.csv"
+    args = ["--store", where.url, "--pubkey", pub, "--json"]
+    res = runner.invoke(app, ["leaderboard", "export", "-o", str(out), *args])
+    assert res.exit_code == 0 and missing(json.loads(res.stdout)) == expected
+    res = runner.invoke(app, ["leaderboard", "export", "-o", str(out), *args[:-1]])
+    assert f"SET CHECK FAILED (missing): row herons/bf16 ({victim})" in " ".join(res.stdout.split())
+    res = runner.invoke(app, ["leaderboard", "build-site", "-o", str(tmp_path / "site"), *args])
+    assert res.exit_code == 0 and missing(json.loads(res.stdout)) == expected
+    site = json.loads((tmp_path / "site" / "records.json").read_text())
+    assert missing(site) == expected and not site["set_ok"]
+    server = make_server(open_store(where.url), port=0, trust=build_trust([Path(pub)]))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        with urllib.request.urlopen(f"http://{host!s}:{port}/records.json", timeout=30) as resp:
+            assert missing(json.loads(resp.read())) == expected
+        with urllib.request.urlopen(f"http://{host!s}:{port}/", timeout=30) as resp:
+            page = resp.read().decode()
+        assert 'data-kind="missing"' in page and "row herons/bf16" in page  # the fallback
+    finally:
+        server.shutdown()
+        server.server_close()
