@@ -15,6 +15,8 @@ from typing import Any
 from podium.untrusted import clean
 
 MARKER = "<!--podium:fallback-->"
+#: rows per table: a page of 10,000 records stays small; the rest are in records.json
+LIMIT = 100
 
 
 def _text(value: Any) -> str:
@@ -44,6 +46,9 @@ def _link(record: dict[str, Any]) -> str:
 
 def _table(caption: str, head: list[str], rows: list[str], css: str) -> str:
     ths = "".join(f"<th>{escape(h)}</th>" for h in head)
+    if len(rows) > LIMIT:
+        caption += f" (the first {LIMIT} of {len(rows)}; every row is in records.json)"
+        rows = rows[:LIMIT]
     body = "".join(rows) or f'<tr><td colspan="{len(head)}">none</td></tr>'
     return (
         f'<table class="{css}"><caption>{escape(caption)}</caption>'

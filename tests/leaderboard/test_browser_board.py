@@ -214,3 +214,35 @@ def test_without_javascript_the_page_shows_plain_tables(
     assert ranked.group(1).count(">signed record</a>") == 3
     assert "PPL 2.437 &gt; cap 2.415" in out  # the rows not ranked, with their reason
     assert "the whole set checks against signed head v1" in out
+
+
+def test_a_withdrawal_shows_on_the_page(
+    seeded_store: LocalStore, keypair: Any, key_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from leaderboard.publish import withdraw
+
+    otters = next(r for r in seeded_store.list_records() if r["team"] == "otters")
+    withdraw(seeded_store, keypair, otters["record_id"], "answers cached between runs")
+    port = free_port()
+    proc = subprocess.Popen(
+        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--pubkey", str(key_files[1])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        dom = chromium("--dump-dom", url, cwd=tmp_path)
+        assert 'data-ready="1"' in dom
+        ranked = re.findall(
+            r'<tr[^>]*class="ranked-row[^"]*"[^>]*>.*?<td class="team">([^<]*)', dom
+        )
+        assert ranked == ["falcons", "herons"]  # no longer ranked
+        section = re.search(r'<section id="withdrawn-section">(.*?)</section>', dom, flags=re.S)
+        assert section is not None  # shown, not hidden
+        row = re.search(r'<tr class="withdrawn-row"[^>]*>(.*?)</tr>', section.group(1), flags=re.S)
+        assert row is not None and "otters" in row.group(1)
+        assert "answers cached between runs" in row.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
