@@ -116,8 +116,10 @@ def show_cmd(
     """Ranked VERIFIED entries by TPS, then the others with their reason.
 
     Every row is checked against the organizer keys the challenge spec pins (and any
-    --pubkey) first; a row that fails is never ranked and is listed apart with why.
-    Entries that cannot be told apart within the noise share a rank, marked '='.
+    --pubkey) first; a row that fails is never ranked and is listed apart with why. The
+    whole set is checked against the store's signed head: a row missing, one no head
+    lists, a rollback or a stale head is named in a line above the tables. Entries that
+    cannot be told apart within the noise share a rank, marked '='.
 
     Example: podium leaderboard show --store ./leaderboard-data --challenge fast-gemma
     """
@@ -177,7 +179,8 @@ def export_cmd(
 ) -> None:
     """Write every verified row as CSV, Parquet (needs pyarrow) or JSON.
 
-    Rows that fail the signature check are not written; they are listed instead.
+    Rows that fail the signature check are not written; they are listed instead, as is
+    anything wrong with the whole set (rows missing, unlisted, a rollback, a stale head).
 
     Example: podium leaderboard export --store ./leaderboard-data -o lb.parquet
     """
@@ -429,8 +432,9 @@ def serve_cmd(
 ) -> None:
     """Serve the leaderboard page and /records.json until interrupted.
 
-    Each row is checked as for `show`; the page ranks only the rows that pass, shows the
-    key that signed each, and lists the others apart with why. With --json it prints one
+    Each row and the whole set are checked as for `show`; the page ranks only the rows
+    that pass, shows the key that signed each, lists the others apart with why, and warns
+    above the board when the set does not check. With --json it prints one
     line, {"url": ...}, once it listens.
 
     Example: podium leaderboard serve --store ./leaderboard-data --port 7860
@@ -467,6 +471,9 @@ def build_site_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Write the static page and a checked records.json snapshot for a static Space.
+
+    The rows and the whole set are checked as for `show`; the signed files the page links
+    to (each row, the head) are written beside it.
 
     Example: podium leaderboard build-site --store ./leaderboard-data -o site/
     """
