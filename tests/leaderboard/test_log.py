@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,15 @@ def test_the_same_path_with_other_bytes_is_refused(tmp_path: Path, keypair: KeyP
     store.publish([rec], head_signer(keypair))
     with pytest.raises(StoreError, match="listed in the store's head with other content"):
         store.append({record_path(rec): record_bytes(rec) + b" "}, head_signer(keypair))
+
+
+def test_the_docs_name_every_kind_a_view_reports() -> None:
+    from leaderboard.setcheck import SET_KINDS
+    from leaderboard.verify import BAD_KINDS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "leaderboard.md").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("| `")]
+    named = {kind for line in rows for kind in re.findall(r"`([a-z-]+)`", line.split("|")[1])}
+    assert set(BAD_KINDS) <= named and set(SET_KINDS) <= named, (
+        set(BAD_KINDS) | set(SET_KINDS)
+    ) - named
