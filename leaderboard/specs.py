@@ -1,16 +1,20 @@
-"""What the leaderboard reads from the shipped challenge specs: keys and noise.
+"""What the leaderboard reads from the shipped challenge specs: keys, noise, freshness.
 
-Both come with podium, never with a store: ``leaderboard.keys`` (the organizers' public
-keys, see ``leaderboard.trust``) and ``leaderboard.tps_noise`` (TPS's run-to-run noise
-and its source, see ``leaderboard.ranking``). A store's rows of a challenge podium does
-not ship are checked against ``--pubkey`` keys and ranked on their measured intervals.
+All come with podium, never with a store: ``leaderboard.keys`` (the organizers' public
+keys, see ``leaderboard.trust``), ``leaderboard.tps_noise`` (TPS's run-to-run noise and
+its source, see ``leaderboard.ranking``) and ``leaderboard.head_max_age_days`` (how old a
+store's signed head may be, see ``leaderboard.setcheck``). A store's rows of a challenge
+podium does not ship are checked against ``--pubkey`` keys and ranked on their measured
+intervals.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 
 from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
+from schemas.validate import load_schema
 
 
 @cache
@@ -30,3 +34,20 @@ def stated_noise() -> dict[str, tuple[float, str | None]]:
 
 def known_challenges() -> list[str]:
     return sorted(spec.id for spec in shipped_specs())
+
+
+def head_max_age_days(challenges: Iterable[str]) -> float:
+    """The freshness bound of a store holding ``challenges``: the strictest of their
+    specs' ``leaderboard.head_max_age_days``, else the schema's default."""
+    default = float(
+        load_schema("challenge")["properties"]["leaderboard"]["properties"]["head_max_age_days"][
+            "default"
+        ]
+    )
+    held = set(challenges)
+    bounds = [
+        float(spec.leaderboard.head_max_age_days)
+        for spec in shipped_specs()
+        if spec.id in held and spec.leaderboard and spec.leaderboard.head_max_age_days
+    ]
+    return min(bounds, default=default)

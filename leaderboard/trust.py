@@ -10,22 +10,29 @@ that make a row verified come from outside the store:
 - ``--pubkey FILE`` (repeatable), for rows of any challenge: added to the spec's keys,
   or, with ``--no-spec-keys``, instead of them.
 
+Keys change (``with_rotations``): a key rotation in the store (``keys/rotations/``),
+signed by a key the viewer already trusts, names the key that follows it; the new key is
+trusted from the rotation's time on for the same challenges, the old one no longer after
+it. A rotation that revokes the old key (it was compromised), or a spec key's
+``revoked_at``, lists every row that key signed apart, with the revocation's date.
+
 What it trusts: the shipped spec files (they come with podium, not with the store) and
-the files the viewer names. A spec's key whose id does not match its bytes is an error.
+the files the viewer names; a rotation only through the key it replaces. A spec's key
+whose id does not match its bytes is an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from leaderboard.specs import shipped_specs
-from podium.errors import SchemaError, UsageError
-from podium.signing import key_id, load_public_key, public_key_from_b64
+from podium.errors import PodiumError, SchemaError, UsageError
+from podium.signing import key_id, load_public_key, public_key_from_b64, verify_document
 from schemas.challenge import ChallengeSpec
 
 
@@ -39,9 +46,13 @@ class TrustedKey:
     challenge: str | None = None
     valid_from: str | None = None
     valid_until: str | None = None
+    #: the key was compromised at this time: nothing it signed is trusted
+    revoked_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"key_id": self.key_id, "source": self.source}
+        if self.revoked_at:
+            out["revoked_at"] = self.revoked_at
         if self.challenge is not None:
             out["challenge"] = self.challenge
         if self.valid_from:
@@ -77,6 +88,9 @@ class Trust:
             pinned = ", ".join(sorted({str(k.challenge) for k in candidates}))
             return None, f"key {kid} is trusted for challenge {pinned} only, not {challenge}"
         for k in mine:
+            if k.revoked_at:  # whatever a revoked key signed, whenever: the caller says so
+                return k, None
+        for k in mine:
             # ISO 8601 UTC stamps ("...Z") order as text
             if k.valid_from and verified_at < k.valid_from:
                 continue
@@ -109,9 +123,57 @@ def spec_keys(spec: ChallengeSpec) -> list[TrustedKey]:
                 spec.id,
                 pinned.valid_from,
                 pinned.valid_until,
+                pinned.revoked_at,
             )
         )
     return out
+
+
+def with_rotations(trust: Trust, docs: list[dict[str, Any]]) -> tuple[Trust, list[str]]:
+    """``trust`` after the key rotations ``docs`` (oldest first), and why any was refused.
+
+    A rotation counts when the key it replaces is trusted (and not revoked) and signed it;
+    a chain of rotations is followed in order of time. One from a key the viewer does not
+    trust is passed over; one a trusted key did not sign is refused.
+    """
+    keys = list(trust.keys)
+    refused: list[str] = []
+    pending = sorted(docs, key=lambda d: str(d.get("at", "")))
+    progress = True
+    while pending and progress:  # a chain, in order: each link through the key before it
+        progress = False
+        for doc in list(pending):
+            old_id = str(doc.get("key_id"))
+            olds = [k for k in keys if k.key_id == old_id and not k.revoked_at]
+            if not olds:
+                continue
+            pending.remove(doc)
+            progress = True
+            why = _rotate(keys, olds, doc)
+            if why is not None:
+                refused.append(f"rotation from key {old_id}: {why}")
+    # the rest rotate keys this viewer does not trust: nothing to carry over
+    return Trust(tuple(keys)), refused
+
+
+def _rotate(keys: list[TrustedKey], olds: list[TrustedKey], doc: dict[str, Any]) -> str | None:
+    """Apply the rotation ``doc`` from ``olds`` to ``keys`` in place; why not, or None."""
+    at = str(doc.get("at"))
+    try:
+        verify_document(doc, olds[0].public_key)
+        public = public_key_from_b64(str(doc.get("new_public_key")), where="new_public_key")
+    except PodiumError as exc:
+        return exc.message
+    if key_id(public) != doc.get("new_key_id"):
+        return "new_key_id is not its key's id"
+    revoked = at if doc.get("revoked") else None
+    for old in olds:
+        keys.remove(old)
+        until = old.valid_until if old.valid_until and old.valid_until < at else at
+        keys.append(replace(old, valid_until=until, revoked_at=revoked or old.revoked_at))
+        source = f"rotated from {old.key_id} ({old.source})"
+        keys.append(TrustedKey(key_id(public), public, source, old.challenge, at, None))
+    return None
 
 
 def build_trust(pubkeys: Iterable[Path] = (), *, spec_keys_too: bool = True) -> Trust:

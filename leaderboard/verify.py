@@ -11,7 +11,20 @@ every other row is listed apart with what is wrong with it (``BadRow.kind``):
   key beside it), or by a trusted key outside its challenge or validity period;
 - ``bad-signature``: the signature does not match the content (forged or altered);
 - ``id-mismatch``: ``record_id`` is not what the content gives;
-- ``path-mismatch``: stored elsewhere than ``records/<challenge>/<record_id>.json``.
+- ``path-mismatch``: stored elsewhere than ``records/<challenge>/<record_id>.json``;
+- ``revoked-key``: signed by a key since revoked (the message gives the date);
+- ``unlisted``: a genuine row the store's signed head does not list (never ranked).
+
+And the whole set (``leaderboard.checked.check_store``, ``leaderboard.setcheck``): the
+store's signed head must list every row there and nothing else, be no older than the
+one this viewer checked before and extend it, and be fresher than the spec's bound.
+Rows a signed organizer withdrew after publication are set apart
+(``StoreCheck.withdrawn``), never ranked.
+
+When the head is sound, a row whose bytes are those the head lists and whose key is the
+head's own is vouched for by the head's one signature: its own signature and id are not
+checked again (the publisher signed and validated it), only its key's trust, revocation
+and path. That keeps 10,000 rows to one Ed25519 check and 10,000 sha256.
 
 What it trusts: the ``Trust`` it is handed (keys from outside the store) and nothing in
 the store. A row whose signature checks against a trusted key is schema-valid by the
@@ -30,13 +43,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from leaderboard.records import expected_record_id
-from leaderboard.stores.base import RawRecord, Store, record_path
+from leaderboard.setcheck import SetProblem
+from leaderboard.stores.base import RECORDS_DIR, RawRecord, record_path
 from leaderboard.trust import Trust, TrustedKey
 from podium.errors import SignatureError, StoreError
-from podium.signing import key_id, verify_document
+from podium.signing import verify_document
 from schemas.validate import validation_errors
 
 BAD_KINDS = (
@@ -46,6 +58,8 @@ BAD_KINDS = (
     "bad-signature",
     "id-mismatch",
     "path-mismatch",
+    "revoked-key",
+    "unlisted",
 )
 
 
@@ -79,18 +93,56 @@ class BadRow:
         }
 
 
+@dataclass(frozen=True)
+class Withdrawn:
+    """A genuine row an organizer withdrew after publication, with the signed withdrawal."""
+
+    row: GoodRow
+    withdrawal: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.withdrawal
+        return {
+            "path": self.row.path,
+            "record_id": self.row.record.get("record_id"),
+            "challenge": _challenge_of(self.row.record),
+            "team": self.row.record.get("team"),
+            "entry": self.row.record.get("entry"),
+            "verdict": self.row.record.get("verdict"),
+            "reason": w.get("reason"),
+            "withdrawn_at": w.get("withdrawn_at"),
+            "key_id": (w.get("signature") or {}).get("key_id"),
+        }
+
+    def line(self) -> str:
+        d = self.to_dict()
+        return (
+            f"WITHDRAWN {d['team']}/{d['entry']} ({d['record_id']}) on {d['withdrawn_at']}: "
+            f"{d['reason']} (signed by key {d['key_id']})"
+        )
+
+
 @dataclass
 class StoreCheck:
-    """What one view knows about a store's rows."""
+    """What one view knows about a store's rows and its whole set."""
 
     checked: bool
     trust: Trust | None = None
     good: list[GoodRow] = field(default_factory=list)
     bad: list[BadRow] = field(default_factory=list)
+    #: what is wrong with the set as a whole (``leaderboard.setcheck``)
+    set_problems: list[SetProblem] = field(default_factory=list)
+    withdrawn: list[Withdrawn] = field(default_factory=list)
+    #: the sound head's summary (version, time, size, root, key), else None
+    head: dict[str, Any] | None = None
+    #: the stored bytes of every row, logged document and the head, by path (for links)
+    sources: dict[str, bytes] = field(default_factory=dict, repr=False)
+    #: bundle sha256 -> link, for the bundles the store holds
+    bundles: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.bad
+        return not self.bad and not self.set_problems
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -110,7 +162,18 @@ class StoreCheck:
             return self
         good = [g for g in self.good if _challenge_of(g.record) == challenge]
         bad = [b for b in self.bad if b.challenge in (None, challenge)]
-        return StoreCheck(self.checked, self.trust, good, bad)
+        gone = [w for w in self.withdrawn if _challenge_of(w.row.record) == challenge]
+        return StoreCheck(
+            self.checked,
+            self.trust,
+            good,
+            bad,
+            list(self.set_problems),
+            gone,
+            self.head,
+            self.sources,
+            self.bundles,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,6 +184,10 @@ class StoreCheck:
             "trusted_keys": self.trust.to_dict()["keys"] if self.trust else [],
             "keys_used": self.keys_used,
             "bad": [b.to_dict() for b in self.bad],
+            "head": self.head,
+            "set_ok": not self.set_problems,
+            "set_problems": [p.to_dict() for p in self.set_problems],
+            "withdrawn": [w.to_dict() for w in self.withdrawn],
         }
 
     def summary(self) -> str:
@@ -130,12 +197,22 @@ class StoreCheck:
                 "NOTHING WAS CHECKED (--no-verify): rows are shown as stored, "
                 "unproven; anyone who can write to the store can write them"
             )
-        total = len(self.good) + len(self.bad)
+        total = len(self.good) + len(self.bad) + len(self.withdrawn)
         keys = self.trust.describe() if self.trust else "no key"
         line = f"{len(self.good)} of {count_rows(total)} verified against {keys}"
+        if self.withdrawn:
+            line += f"; {len(self.withdrawn)} withdrawn"
         if self.bad:
             line += f"; {len(self.bad)} unverified, listed apart"
+        if self.set_problems:
+            line += f"; THE SET DOES NOT CHECK: {count_problems(len(self.set_problems))}"
+        elif self.head is not None:
+            line += f"; the whole set checks against signed head v{self.head['version']}"
         return line
+
+
+def count_problems(n: int) -> str:
+    return f"{n} problem" if n == 1 else f"{n} problems"
 
 
 def count_rows(n: int) -> str:
@@ -199,6 +276,38 @@ def _shape_problem(doc: dict[str, Any]) -> str | None:
     return f"{first.json_path}: {first.message}{more}"
 
 
+def _revoked(path: str, doc: dict[str, Any], key: TrustedKey) -> BadRow:
+    return _bad(
+        path,
+        doc,
+        "revoked-key",
+        f"signed with key {key.key_id}, revoked on {key.revoked_at}: not trusted, whenever signed",
+    )
+
+
+def vouched_row(raw: RawRecord, trust: Trust, head_key: str) -> GoodRow | BadRow | None:
+    """A row whose bytes the sound head lists: checked for its key's trust, revocation and
+    path only (the head's signature covers its bytes). None: it needs the full check (its
+    key is not the head's, or it lacks what the shortcut reads)."""
+    doc = _parse(raw)
+    if isinstance(doc, BadRow):
+        return doc
+    sig = doc.get("signature")
+    rid, challenge, at = doc.get("record_id"), _challenge_of(doc), doc.get("verified_at")
+    if not (isinstance(sig, dict) and sig.get("key_id") == head_key):
+        return None
+    if not (isinstance(rid, str) and challenge is not None and isinstance(at, str)):
+        return None
+    key, why = trust.key_for(head_key, challenge, at)
+    if key is None:
+        return _bad(raw.path, doc, "unknown-key", why or f"key {head_key} is not trusted")
+    if key.revoked_at:
+        return _revoked(raw.path, doc, key)
+    if raw.path != f"{RECORDS_DIR}/{challenge}/{rid}.json":
+        return None  # the full check names what is wrong
+    return GoodRow(raw.path, doc, head_key)
+
+
 def check_row(
     raw: RawRecord, trust: Trust, store_keys: frozenset[str] = frozenset()
 ) -> GoodRow | BadRow:
@@ -220,6 +329,8 @@ def check_row(
             if kid in store_keys:
                 why += f" (it is published only inside this store, keys/{kid}.pub)"
         return _bad(raw.path, doc, "unknown-key", why)
+    if key.revoked_at:
+        return _revoked(raw.path, doc, key)
     try:
         verify_document(doc, key.public_key)
     except SignatureError as exc:
@@ -258,16 +369,33 @@ class RowChecker:
 
     def __init__(self, trust: Trust | None):
         self.trust = trust
-        self._seen: dict[tuple[str, bytes], GoodRow | BadRow] = {}
+        self._seen: dict[tuple[str, bytes, str], GoodRow | BadRow] = {}
 
-    def check(self, raw: list[RawRecord], store_keys: frozenset[str] = frozenset()) -> StoreCheck:
+    def check(
+        self,
+        raw: list[RawRecord],
+        store_keys: frozenset[str] = frozenset(),
+        *,
+        vouched: set[str] | None = None,
+        head_key: str | None = None,
+        unlisted: set[str] | None = None,
+    ) -> StoreCheck:
+        """Every row of ``raw``; ``vouched``: paths the sound head (signed by ``head_key``)
+        lists with these bytes; ``unlisted``: paths it does not list."""
         out = StoreCheck(checked=self.trust is not None, trust=self.trust)
-        seen: dict[tuple[str, bytes], GoodRow | BadRow] = {}
+        seen: dict[tuple[str, bytes, str], GoodRow | BadRow] = {}
         for item in raw:
-            memo = (item.path, item.data)
+            how = (
+                "vouched"
+                if vouched and item.path in vouched
+                else "unlisted"
+                if unlisted and item.path in unlisted
+                else "full"
+            )
+            memo = (item.path, item.data, how)
             result = self._seen.get(memo) if item.error is None else None
             if result is None:
-                result = self._one(item, store_keys)
+                result = self._one(item, store_keys, how, head_key)
             if item.error is None:
                 seen[memo] = result
             if isinstance(result, GoodRow):
@@ -277,11 +405,26 @@ class RowChecker:
         self._seen = seen
         return out
 
-    def _one(self, raw: RawRecord, store_keys: frozenset[str]) -> GoodRow | BadRow:
-        if self.trust is not None:
-            return check_row(raw, self.trust, store_keys)
-        doc = _parse(raw)
-        return doc if isinstance(doc, BadRow) else GoodRow(raw.path, doc, None)
+    def _one(
+        self, raw: RawRecord, store_keys: frozenset[str], how: str, head_key: str | None
+    ) -> GoodRow | BadRow:
+        if self.trust is None:
+            doc = _parse(raw)
+            return doc if isinstance(doc, BadRow) else GoodRow(raw.path, doc, None)
+        if how == "vouched" and head_key is not None:
+            quick = vouched_row(raw, self.trust, head_key)
+            if quick is not None:
+                return quick
+        result = check_row(raw, self.trust, store_keys)
+        if how == "unlisted" and isinstance(result, GoodRow):
+            return _bad(
+                raw.path,
+                result.record,
+                "unlisted",
+                "a genuine row that the store's signed head does not list: added without "
+                "the organizer's head key, so it is not counted",
+            )
+        return result
 
 
 def check_rows(
@@ -289,15 +432,3 @@ def check_rows(
 ) -> StoreCheck:
     """Every row of ``raw`` against ``trust`` (None: nothing checked, ``--no-verify``)."""
     return RowChecker(trust).check(raw, store_keys)
-
-
-def check_store(store: Store, trust: Trust | None) -> StoreCheck:
-    """Every row of ``store``; the store's own ``keys/`` only name untrusted signers."""
-    store_keys = frozenset(store.public_keys()) if trust is not None else frozenset()
-    return check_rows(store.raw_records(), trust, store_keys)
-
-
-def verify_store(store: Store, public_keys: list[Ed25519PublicKey]) -> StoreCheck:
-    """Every row of ``store`` against exactly ``public_keys`` (for any challenge)."""
-    trust = Trust(tuple(TrustedKey(key_id(k), k, "given") for k in public_keys))
-    return check_store(store, trust)

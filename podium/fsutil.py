@@ -60,3 +60,21 @@ def folder_lock(root: Path, lock_name: str, *, what: str) -> Iterator[None]:
     finally:
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
         fh.close()
+
+
+@contextlib.contextmanager
+def shared_lock(root: Path, lock_name: str) -> Iterator[None]:
+    """A shared lock on ``root/lock_name`` for readers, so none reads between a writer's
+    files and its last one; a folder with no lock file (never written by a locking
+    writer) or one this user cannot open is read without it."""
+    try:
+        fh = open(root / lock_name, "rb")  # noqa: SIM115 (held for the block)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+        yield
+    finally:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        fh.close()

@@ -221,6 +221,7 @@ class OrganizerKey(Contract):
     owner: str | None = None
     valid_from: str | None = None
     valid_until: str | None = None
+    revoked_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,7 @@ class TpsNoise(Contract):
 class LeaderboardRules(Contract):
     keys: list[OrganizerKey] | None = None
     tps_noise: TpsNoise | None = None
+    head_max_age_days: float | None = None
 
 
 @dataclass(frozen=True)

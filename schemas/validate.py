@@ -27,6 +27,9 @@ KINDS: dict[str, str] = {
     "report": "report.schema.json",
     "record": "record.schema.json",
     "queue-request": "queue-request.schema.json",
+    "head": "head.schema.json",
+    "withdrawal": "withdrawal.schema.json",
+    "key-rotation": "key-rotation.schema.json",
 }
 
 

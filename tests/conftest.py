@@ -1,7 +1,8 @@
 """Shared test fixtures.
 
-Every test runs with an isolated ``HF_HOME``, no Hub token, no proxy to the Hub, a
-fixed terminal width and no colour, so nothing leaks between tests or from the machine.
+Every test runs with an isolated ``HF_HOME`` and ``XDG_CACHE_HOME``, no Hub token, no
+proxy to the Hub, a fixed terminal width and no colour, so nothing leaks between tests
+or from the machine.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path_factory.mktemp("hf_home")
     monkeypatch.setenv("HF_HOME", str(home))
+    # the leaderboard's memory of heads checked (leaderboard.seen), one per test
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")

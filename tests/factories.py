@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from leaderboard.publish import head_signer
 from leaderboard.records import record_from_report
 from podium.signing import KeyPair, sign_document
 from schemas.validate import validate
@@ -207,8 +208,8 @@ def publish_worker(args: tuple[str, bytes, int, int, int]) -> tuple[int, int]:
     ]
     added = 0
     for start in range(0, count, batch):
-        added += len(store.publish(records[start : start + batch]).added)
-    again = store.publish(records[:batch])
+        added += len(store.publish(records[start : start + batch], head_signer(keypair)).added)
+    again = store.publish(records[:batch], head_signer(keypair))
     assert not again.added, f"worker {worker} re-added {again.added}"
     return added, len(again.already_present)
 
@@ -225,7 +226,6 @@ def forge_store(root: Any, genuine: KeyPair, forger: KeyPair) -> dict[str, str]:
     import json
     from pathlib import Path
 
-    from leaderboard.publish import publish_reports
     from leaderboard.stores.local import LocalStore
 
     store = LocalStore(Path(root))
@@ -237,7 +237,21 @@ def forge_store(root: Any, genuine: KeyPair, forger: KeyPair) -> dict[str, str]:
             path.write_text(json.dumps(doc, sort_keys=True) + "\n")
             altered = path.relative_to(store.root).as_posix()
     assert altered, "the seeded store has no herons row"
-    report = make_report(forger, team="forger", entry="fast", tps=99999.0, serial=99)
-    done = publish_reports([report], store, forger)
-    (rec,) = done.records
-    return {"altered": altered, "forged_key": f"records/tiny/{rec['record_id']}.json"}
+    rec = make_record(forger, team="forger", entry="fast", tps=99999.0, serial=99)
+    store.publish_key(forger.public_pem())  # the forger's key beside the genuine one
+    path = plant_row(store.root, rec)
+    return {"altered": altered, "forged_key": path}
+
+
+def plant_row(root: Any, record: dict[str, Any]) -> str:
+    """Write ``record`` into the local store at ``root`` as a writer without the
+    organizer's key would: the file in its place, no head listing it. Its path."""
+    from pathlib import Path
+
+    from leaderboard.stores.base import record_bytes, record_path
+
+    rel = record_path(record)
+    target = Path(root) / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(record_bytes(record))
+    return rel

@@ -222,6 +222,19 @@ class FakeHub:
             repo = self.repos[(repo_type, repo_id)]
             return self._commit(repo, "main", f"put {path}", {path: data}, set())
 
+    def delete_file(self, repo_id: str, path: str, *, repo_type: str = "dataset") -> str:
+        """Commit the removal of one file (a writer deleting a row)."""
+        with self.lock:
+            repo = self.repos[(repo_type, repo_id)]
+            return self._commit(repo, "main", f"delete {path}", {}, {path})
+
+    def reset_branch(self, repo_id: str, oid: str, *, repo_type: str = "dataset") -> None:
+        """Point ``main`` back at an older commit (a force-push: a rolled-back store)."""
+        with self.lock:
+            repo = self.repos[(repo_type, repo_id)]
+            assert oid in repo.commits, f"no commit {oid}"
+            repo.branches["main"] = oid
+
     # -- state changes (callers hold the lock) -----------------------------------
 
     def _create(self, repo_type: str, repo_id: str, private: bool) -> Repo:

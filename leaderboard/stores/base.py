@@ -4,17 +4,24 @@ A store holds signed records as one JSON file each, under paths that are the sam
 local folder and in a Hub dataset repo::
 
     records/<challenge>/<record_id>.json
+    withdrawals/<challenge>/<record_id>.json   (a signed withdrawal of a published row)
     keys/<key_id>.pub
+    keys/rotations/<new_key_id>.json           (a key rotation, signed by the old key)
+    bundles/<bundle_sha256>.tar.gz             (optional: submitted bundles, linked by views)
+    log/head.json        (the signed head: every document above but the keys, see log.py)
     README.md            (the dataset card)
 
 One file per record means concurrent publishers never edit the same file, and the
-content-derived ``record_id`` makes publishing idempotent.
+content-derived ``record_id`` makes publishing idempotent. The head is the one file
+every publish rewrites: publishers serialize on it (a lock on the local folder, the
+parent commit on the Hub) and one that loses the race reads it again and re-signs.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,7 +30,11 @@ from schemas.validate import validate
 
 RECORDS_DIR = "records"
 KEYS_DIR = "keys"
+BUNDLES_DIR = "bundles"
+WITHDRAWALS_DIR = "withdrawals"
+ROTATIONS_DIR = "keys/rotations"
 CARD = "README.md"
+HEAD_PATH = "log/head.json"
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -48,13 +59,51 @@ class RawRecord:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a view checks, read from one state of the store (one commit on the Hub,
+    under the readers' lock in a folder): rows, the other logged documents, the head."""
+
+    records: list[RawRecord]
+    #: withdrawals and key rotations
+    documents: list[RawRecord]
+    head: bytes | None
+    keys: dict[str, bytes]
+    #: bundle sha256 -> where to fetch it, for the bundles the store holds
+    #: (``bundles/<sha256>.tar.gz``: a path in a folder, a URL on the Hub)
+    bundles: dict[str, str] = field(default_factory=dict)
+
+
+class HeadMaker(Protocol):
+    """Builds the next head inside a store's critical section (``leaderboard.log``)."""
+
+    def plan(
+        self,
+        current: bytes | None,
+        files: dict[str, bytes],
+        read_existing: Callable[[], list[RawRecord]],
+    ) -> Any: ...
+
+    def resign(
+        self, current: bytes | None, read_existing: Callable[[], list[RawRecord]]
+    ) -> bytes: ...
+
+
 @runtime_checkable
 class Store(Protocol):
     """A place records are published to and read from."""
 
     url: str
+    #: names the store in a viewer's memory of heads (an absolute path, a repo and endpoint)
+    identity: str
 
-    def publish(self, records: list[dict[str, Any]]) -> PublishResult: ...
+    def publish(self, records: list[dict[str, Any]], signer: HeadMaker) -> PublishResult: ...
+
+    def append(self, files: dict[str, bytes], signer: HeadMaker) -> PublishResult: ...
+
+    def resign_head(self, signer: HeadMaker) -> bytes: ...
+
+    def snapshot(self) -> Snapshot: ...
 
     def list_records(self) -> list[dict[str, Any]]: ...
 
@@ -92,6 +141,23 @@ def record_bytes(record: dict[str, Any]) -> bytes:
     gives the same bytes.
     """
     return (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def record_files(records: list[dict[str, Any]]) -> dict[str, bytes]:
+    """Path -> bytes of each record, validated (``check_publishable``)."""
+    return {path: record_bytes(rec) for path, rec in check_publishable(records)}
+
+
+def bundle_sha(name: str) -> str | None:
+    """The sha256 a file name ``<sha256>.tar.gz`` under ``bundles/`` claims, or None."""
+    stem = name.removesuffix(".tar.gz")
+    ok = name.endswith(".tar.gz") and len(stem) == 64
+    return stem if ok and all(c in "0123456789abcdef" for c in stem) else None
+
+
+def document_dirs() -> tuple[str, ...]:
+    """Folders of the logged documents besides the records."""
+    return (WITHDRAWALS_DIR, ROTATIONS_DIR)
 
 
 def check_publishable(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:

@@ -130,8 +130,9 @@ pip install podium
 podium leaderboard verify --store {url} --pubkey organizer.pem.pub
 ```
 
-It checks each row's schema, id and signature and lists any forged or altered row
-(exit status 1 if there is one).
+It checks each row's schema, id and signature, and the whole set against the signed
+head `log/head.json` (no listed row missing, no row unlisted, no rollback, not stale),
+and lists anything wrong (exit status 1 if there is).
 """
 
 

@@ -4,11 +4,14 @@ Same layout as the local folder. One ``publish`` call is one commit holding ever
 record (the Hub allows about 128 commits per hour per repo). Records already in the
 repo are skipped after listing their folder, so publishing twice adds nothing.
 
-Concurrent publishers add different files, so commits need no ``parent_commit``; when
-the Hub still answers 409 (concurrent commit), 412 (moved branch), 429 (rate limit) or
-5xx, the whole attempt (list, build operations, commit) is repeated after a jittered,
-exponentially growing, bounded pause (``podium.hub.with_retries``). ``CommitOperationAdd``
-objects are built afresh for every attempt: the client refuses to reuse one.
+Every publish rewrites one file, the signed head (``log/head.json``, ``leaderboard.log``),
+so publishers serialize on it: an attempt reads the branch's commit, the head at that
+commit, builds and signs the next head, and commits the new rows with it with that
+commit as ``parent_commit``. A publisher that lost the race (the Hub answers 412: the
+branch moved) reads again and re-signs, after a jittered pause, up to ``head_races``
+times. 409 (concurrent commit), 429 (rate limit) and 5xx repeat the attempt as before
+(``podium.hub.with_retries``). ``CommitOperationAdd`` objects are built afresh for every
+attempt: the client refuses to reuse one.
 
 Records are small JSON text, so the Hub's preupload answer puts them in the commit
 itself (base64 in the NDJSON body, "regular" upload mode). Transfers otherwise follow
@@ -17,16 +20,18 @@ huggingface_hub's own settings.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Unpack
 
 from huggingface_hub import CommitOperationAdd, snapshot_download
 from huggingface_hub.utils import tqdm as hf_tqdm
 
-from podium.hub import HubOptions, HubRepo
+from podium.errors import HubError
+from podium.hub import HUB_ERRORS, HubOptions, HubRepo, backoff, status_of
 
 from . import base
-from .base import PublishResult, RawRecord
+from .base import HeadMaker, PublishResult, RawRecord, Snapshot
 from .card import render_card
 from .local import key_id_of_pem
 
@@ -48,6 +53,7 @@ class HubStore:
         *,
         revision: str = "main",
         private: bool | None = None,
+        head_races: int = 64,
         **hub: Unpack[HubOptions],
     ):
         """``hub``: endpoint, token, cache_dir and the retry policy (8 attempts, pauses from
@@ -57,6 +63,8 @@ class HubStore:
         self.private = private
         self.url = f"hf://datasets/{repo_id}" + (f"@{revision}" if revision != "main" else "")
         self.repo = HubRepo(repo_id, self.url, **hub)
+        self.identity = f"{self.repo.endpoint}/datasets/{repo_id}@{revision}"
+        self.head_races = max(1, head_races)
         self._repo_ready = False
 
     @property
@@ -78,31 +86,100 @@ class HubStore:
 
     # -- writing -----------------------------------------------------------------
 
-    def publish(self, records: list[dict[str, Any]]) -> PublishResult:
-        """Commit every record not yet in the repo, in one commit."""
-        items = base.check_publishable(records)
-        if not items:
+    def publish(self, records: list[dict[str, Any]], signer: HeadMaker) -> PublishResult:
+        """Commit every record the head does not list yet, with the next head, in one commit."""
+        files = base.record_files(records)
+        if not files:
             return PublishResult()
+        done = self.append(files, signer)
+        ids = {path: path.rsplit("/", 1)[1].removesuffix(".json") for path in files}
+        return PublishResult(
+            added=[ids[p] for p in done.added],
+            already_present=[ids[p] for p in done.already_present],
+        )
+
+    def append(self, files: dict[str, bytes], signer: HeadMaker) -> PublishResult:
+        """Commit the documents ``files`` the head does not list yet and the next head."""
         self._ensure_repo()
-        folders = sorted({path.rsplit("/", 1)[0] for path, _ in items})
-        payload = {path: base.record_bytes(rec) for path, rec in items}
 
-        def attempt() -> PublishResult:
-            existing: set[str] = set()
-            for folder in folders:
-                existing |= self._files_under(folder)
-            todo = [(p, r) for p, r in items if p not in existing]
-            present = [r["record_id"] for p, r in items if p in existing]
-            ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=payload[p]) for p, _ in todo]
-            if ops:
-                if base.CARD not in self._files_under(None):
-                    keys = {Path(p).stem: b"" for p in self._files_under(base.KEYS_DIR)}
-                    card = render_card(keys, self.url).encode("utf-8")
-                    ops.append(CommitOperationAdd(path_in_repo=base.CARD, path_or_fileobj=card))
-                self._commit(ops, f"Add {len(todo)} leaderboard record(s)")
-            return PublishResult(added=[r["record_id"] for _, r in todo], already_present=present)
+        def attempt() -> PublishResult | None:
+            commit = self.repo.head(self.revision)
+            plan = signer.plan(self._head_at(commit), files, lambda: self._documents_at(commit))
+            if plan.head is None:
+                return PublishResult(already_present=list(plan.present))
+            ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=files[p]) for p in plan.write]
+            ops.append(CommitOperationAdd(path_in_repo=base.HEAD_PATH, path_or_fileobj=plan.head))
+            if base.CARD not in self.repo.files(None, revision=commit):
+                keys = {Path(p).stem: b"" for p in self.repo.files(base.KEYS_DIR, revision=commit)}
+                card = render_card(keys, self.url).encode("utf-8")
+                ops.append(CommitOperationAdd(path_in_repo=base.CARD, path_or_fileobj=card))
+            what = (
+                "record"
+                if all(p.startswith(base.RECORDS_DIR + "/") for p in plan.write)
+                else "document"
+            )
+            if not self._commit_on(ops, f"Add {len(plan.write)} leaderboard {what}(s)", commit):
+                return None
+            return PublishResult(added=list(plan.write), already_present=list(plan.present))
 
-        return self.repo.retrying("publish records", attempt)
+        return self._serialized("publish records", attempt)
+
+    def resign_head(self, signer: HeadMaker) -> bytes:
+        """Commit a new head over the same set (a later version and time)."""
+        self._ensure_repo()
+
+        def attempt() -> bytes | None:
+            commit = self.repo.head(self.revision)
+            head = signer.resign(self._head_at(commit), lambda: self._documents_at(commit))
+            op = CommitOperationAdd(path_in_repo=base.HEAD_PATH, path_or_fileobj=head)
+            return head if self._commit_on([op], "Re-sign the leaderboard head", commit) else None
+
+        return self._serialized("re-sign the head", attempt)
+
+    def _serialized(self, action: str, attempt: Any) -> Any:
+        """Run ``attempt`` until it wins the race for the head (it returns None when another
+        publisher moved the branch first), pausing with jitter between tries."""
+        for race in range(self.head_races):
+            outcome = self.repo.retrying(action, attempt)
+            if outcome is not None:
+                return outcome
+            time.sleep(
+                backoff(
+                    race,
+                    Exception(),
+                    base_delay=self.repo.base_delay,
+                    max_delay=self.repo.max_delay,
+                )
+            )
+        raise HubError(
+            f"cannot {action}: other publishers moved the branch first {self.head_races} times",
+            where=self.url,
+            hint="retry later; many publishers are committing at once",
+        )
+
+    def _commit_on(self, ops: list[CommitOperationAdd], message: str, parent: str) -> bool:
+        """Commit on top of ``parent``; False when the branch has moved (HTTP 412)."""
+        try:
+            self.repo.commit(ops, message, revision=self.revision, parent=parent)
+        except HUB_ERRORS as exc:
+            if status_of(exc) == 412:
+                return False
+            raise
+        return True
+
+    def _head_at(self, commit: str) -> bytes | None:
+        if base.HEAD_PATH not in self.repo.files(base.HEAD_PATH.rsplit("/", 1)[0], revision=commit):
+            return None
+        return self.repo.download(base.HEAD_PATH, revision=commit).read_bytes()
+
+    def _documents_at(self, commit: str) -> list[RawRecord]:
+        top = {p.split("/", 1)[0] for p in self.repo.files(None, revision=commit)}
+        if not top & {base.RECORDS_DIR, base.WITHDRAWALS_DIR.split("/")[0], base.KEYS_DIR}:
+            return []
+        folder = self._snapshot_of(
+            [f"{d}/**" for d in (base.RECORDS_DIR, *base.document_dirs())], commit
+        )
+        return [*self._read(folder, base.RECORDS_DIR), *self._docs(folder)]
 
     def publish_key(self, pem: bytes) -> str:
         """Commit ``keys/<key_id>.pub`` and a card that lists it, unless already there."""
@@ -128,17 +205,17 @@ class HubStore:
 
     # -- reading -----------------------------------------------------------------
 
-    def _snapshot(self, pattern: str) -> Path:
-        """Download the files matching ``pattern``; the cache keeps them per commit, so a
-        second read fetches only the files added since."""
+    def _snapshot_of(self, patterns: list[str], revision: str | None = None) -> Path:
+        """Download the files matching ``patterns`` at one commit; the cache keeps them per
+        commit, so a second read fetches only the files added since."""
 
         def fetch() -> str:
             return str(
                 snapshot_download(
                     self.repo_id,
                     repo_type="dataset",
-                    revision=self.revision,
-                    allow_patterns=[pattern],
+                    revision=revision or self.revision,
+                    allow_patterns=patterns,
                     endpoint=self.repo.endpoint,
                     token=self.repo.token,
                     cache_dir=self.repo.cache_dir,
@@ -148,17 +225,58 @@ class HubStore:
 
         return Path(self.repo.retrying("read the dataset", fetch))
 
-    def raw_records(self) -> list[RawRecord]:
-        folder = self._snapshot(f"{base.RECORDS_DIR}/**")
-        if not (folder / base.RECORDS_DIR).is_dir():
+    def _snapshot(self, pattern: str) -> Path:
+        return self._snapshot_of([pattern])
+
+    @staticmethod
+    def _read(folder: Path, sub: str, *, layout: bool = True) -> list[RawRecord]:
+        if not (folder / sub).is_dir():
             return []
         out: list[RawRecord] = []
-        for p in sorted((folder / base.RECORDS_DIR).rglob("*")):
+        for p in sorted((folder / sub).rglob("*")):
             rel = p.relative_to(folder).as_posix()
             if p.is_dir():
                 continue
-            problem = base.layout_error(rel)
+            problem = base.layout_error(rel) if layout else None
             out.append(RawRecord(rel, b"", problem) if problem else RawRecord(rel, p.read_bytes()))
+        return out
+
+    def _docs(self, folder: Path) -> list[RawRecord]:
+        return [d for sub in base.document_dirs() for d in self._read(folder, sub, layout=False)]
+
+    def raw_records(self) -> list[RawRecord]:
+        return self._read(self._snapshot(f"{base.RECORDS_DIR}/**"), base.RECORDS_DIR)
+
+    def snapshot(self) -> Snapshot:
+        """Rows, withdrawals, rotations, keys and the head, all from one commit."""
+        subs = (base.RECORDS_DIR, *base.document_dirs(), "log", base.KEYS_DIR)
+        folder = self._snapshot_of([f"{s}/**" for s in subs])
+        head = folder / base.HEAD_PATH
+        keys_dir = folder / base.KEYS_DIR
+        keys = (
+            {p.stem: p.read_bytes() for p in sorted(keys_dir.glob("*.pub"))}
+            if keys_dir.is_dir()
+            else {}
+        )
+        return Snapshot(
+            self._read(folder, base.RECORDS_DIR),
+            self._docs(folder),
+            head.read_bytes() if head.is_file() else None,
+            keys,
+            self._bundles(),
+        )
+
+    def _bundles(self) -> dict[str, str]:
+        """Links to the bundles under ``bundles/`` (listed, never downloaded)."""
+        names = self.repo.retrying(
+            "list bundles", lambda: self.repo.files(base.BUNDLES_DIR, revision=self.revision)
+        )
+        where = f"{self.repo.endpoint}/datasets/{self.repo_id}/resolve/{self.revision}"
+        out = {}
+        for path in names:
+            sha = base.bundle_sha(path.rsplit("/", 1)[-1])
+            if sha is not None:
+                out[sha] = f"{where}/{path}"
         return out
 
     def list_records(self) -> list[dict[str, Any]]:

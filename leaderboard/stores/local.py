@@ -3,7 +3,9 @@
 Writers on one machine coordinate through ``fcntl.flock`` on ``.podium.lock`` at the
 root; every file is written to a temporary name in the same folder, fsynced and moved
 into place with ``os.replace``, so a reader sees either no file or a whole one and a
-crash never leaves half a record.
+crash never leaves half a record. The head (``log/head.json``) is written last, under
+the same lock, so publishers serialize on it; readers take the lock shared, so a view
+sees the rows and the head of one publish together.
 """
 
 from __future__ import annotations
@@ -13,21 +15,28 @@ from pathlib import Path
 from typing import Any
 
 from podium.errors import StoreError
-from podium.fsutil import atomic_write, folder_lock
+from podium.fsutil import atomic_write, folder_lock, shared_lock
 from podium.signing import key_id, public_key_from_pem
 
 from .base import (
+    BUNDLES_DIR,
     CARD,
     KEYS_DIR,
     RECORDS_DIR,
+    HeadMaker,
     PublishResult,
     RawRecord,
-    check_publishable,
+    Snapshot,
+    bundle_sha,
+    document_dirs,
     find_record,
     key_path,
     layout_error,
     parse_raw,
-    record_bytes,
+    record_files,
+)
+from .base import (
+    HEAD_PATH as HEAD,
 )
 from .card import render_card
 
@@ -44,6 +53,7 @@ class LocalStore:
     def __init__(self, root: Path | str):
         self.root = Path(root)
         self.url = str(self.root)
+        self.identity = "file://" + str(self.root.resolve())
 
     # -- locking -----------------------------------------------------------------
 
@@ -69,20 +79,44 @@ class LocalStore:
 
     # -- writing -----------------------------------------------------------------
 
-    def publish(self, records: list[dict[str, Any]]) -> PublishResult:
-        """Store each record unless a file with its id is already there."""
-        items = check_publishable(records)
-        added: list[str] = []
-        present: list[str] = []
+    def publish(self, records: list[dict[str, Any]], signer: HeadMaker) -> PublishResult:
+        """Store each record not yet listed in the head, then the next head."""
+        files = record_files(records)
+        done = self.append(files, signer)
+        ids = {path: path.rsplit("/", 1)[1].removesuffix(".json") for path in files}
+        return PublishResult(
+            added=[ids[p] for p in done.added],
+            already_present=[ids[p] for p in done.already_present],
+        )
+
+    def append(self, files: dict[str, bytes], signer: HeadMaker) -> PublishResult:
+        """Write the documents ``files`` (path -> bytes) the head does not list yet, and a
+        head that lists them; paths in the result."""
         with self._locked():
-            for rel, rec in items:
-                if (self.root / rel).exists():
-                    present.append(rec["record_id"])
-                    continue
-                self._write(rel, record_bytes(rec))
-                added.append(rec["record_id"])
+            plan = signer.plan(self._head_bytes(), files, self._documents)
+            for rel in plan.write:
+                self._write(rel, files[rel])
+            if plan.head is not None:
+                self._write(HEAD, plan.head)
             self._ensure_card()
-        return PublishResult(added=added, already_present=present)
+        return PublishResult(added=list(plan.write), already_present=list(plan.present))
+
+    def resign_head(self, signer: HeadMaker) -> bytes:
+        """A new head over the same set (a later version and time)."""
+        with self._locked():
+            head = signer.resign(self._head_bytes(), self._documents)
+            self._write(HEAD, head)
+        return head
+
+    def _head_bytes(self) -> bytes | None:
+        try:
+            return (self.root / HEAD).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(
+                f"cannot read {HEAD}: {exc.strerror}", where=str(self.root / HEAD)
+            ) from exc
 
     def publish_key(self, pem: bytes) -> str:
         """Store a public key under ``keys/<key_id>.pub`` and list it in the card."""
@@ -98,8 +132,8 @@ class LocalStore:
 
     # -- reading -----------------------------------------------------------------
 
-    def raw_records(self) -> list[RawRecord]:
-        base = self.root / RECORDS_DIR
+    def _read_folder(self, folder: str, *, layout: bool) -> list[RawRecord]:
+        base = self.root / folder
         if not base.is_dir():
             if self.root.exists() and not self.root.is_dir():
                 raise StoreError(f"{self.root} is not a folder", where=str(self.root))
@@ -109,7 +143,7 @@ class LocalStore:
             rel = path.relative_to(self.root).as_posix()
             if path.is_dir() or path.name.startswith("."):
                 continue  # a folder, or a publisher's file still being written
-            problem = layout_error(rel)
+            problem = layout_error(rel) if layout else None
             if problem is not None:
                 out.append(RawRecord(rel, b"", problem))
                 continue
@@ -118,6 +152,34 @@ class LocalStore:
             except OSError as exc:  # reported as a row, never skipped
                 out.append(RawRecord(rel, b"", f"cannot read: {exc.strerror}"))
         return out
+
+    def raw_records(self) -> list[RawRecord]:
+        return self._read_folder(RECORDS_DIR, layout=True)
+
+    def _documents(self) -> list[RawRecord]:
+        out = self.raw_records()
+        for folder in document_dirs():
+            out += self._read_folder(folder, layout=False)
+        return out
+
+    def snapshot(self) -> Snapshot:
+        """Rows, withdrawals, rotations and the head, read under the readers' lock."""
+        with shared_lock(self.root, LOCK_NAME):
+            records = self.raw_records()
+            docs = [d for f in document_dirs() for d in self._read_folder(f, layout=False)]
+            return Snapshot(
+                records, docs, self._head_bytes(), self._keys_unlocked(), self._bundles()
+            )
+
+    def _bundles(self) -> dict[str, str]:
+        folder = self.root / BUNDLES_DIR
+        names = sorted(p.name for p in folder.glob("*.tar.gz")) if folder.is_dir() else []
+        return {sha: f"{BUNDLES_DIR}/{n}" for n in names if (sha := bundle_sha(n))}
+
+    def bundle_file(self, sha: str) -> Path | None:
+        """The bundle file ``sha`` names, if the store holds it."""
+        path = self.root / BUNDLES_DIR / f"{sha}.tar.gz"
+        return path if bundle_sha(path.name) == sha and path.is_file() else None
 
     def list_records(self) -> list[dict[str, Any]]:
         return parse_raw(self.raw_records())

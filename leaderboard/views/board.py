@@ -11,16 +11,18 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from leaderboard.checked import check_store
 from leaderboard.ranking import Board, build_boards
 from leaderboard.specs import known_challenges, stated_noise
 from leaderboard.stores.base import Store
 from leaderboard.trust import Trust
-from leaderboard.verify import StoreCheck, check_store
+from leaderboard.verify import StoreCheck
 from podium.errors import UsageError
 
 
 def read_checked(store: Store, trust: Trust | None, challenge: str | None = None) -> StoreCheck:
-    """Every row of ``store`` checked against ``trust`` (None: ``--no-verify``)."""
+    """Every row of ``store`` and its whole set checked against ``trust`` (None:
+    ``--no-verify``)."""
     check = check_store(store, trust)
     if challenge is not None:
         require_known_challenge(challenge, check)
@@ -59,4 +61,8 @@ def show_document(check: StoreCheck, boards: list[Board], store: str) -> dict[st
         "trusted_keys": check.trust.to_dict()["keys"] if check.trust else [],
         "boards": [b.to_dict() for b in boards],
         "unverified": [b.to_dict() for b in check.bad],
+        "head": check.head,
+        "set_ok": not check.set_problems,
+        "set_problems": [p.to_dict() for p in check.set_problems],
+        "withdrawn": [w.to_dict() for w in check.withdrawn],
     }

@@ -106,7 +106,9 @@ def render(boards: list[Board], con: Console, check: StoreCheck | None = None) -
             "green" if check.checked and check.ok else "bold red" if not check.checked else "yellow"
         )
         con.print(text(check.summary(), style=style))
-    if not boards and not (check and check.bad):
+        for problem in check.set_problems:
+            con.print(text(problem.line(), style="bold red"))
+    if not boards and not (check and (check.bad or check.withdrawn)):
         con.print("no records in this store yet")
         return
     for board in boards:
@@ -118,3 +120,5 @@ def render(boards: list[Board], con: Console, check: StoreCheck | None = None) -
             con.print(others_table(board))
     if check is not None and check.bad:
         con.print(unverified_table(check.bad))
+    for gone in check.withdrawn if check is not None else []:
+        con.print(text(gone.line(), style="yellow"))

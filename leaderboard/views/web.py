@@ -20,12 +20,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+from leaderboard.checked import check_snapshot
 from leaderboard.ranking import Ranked
+from leaderboard.seen import SeenHeads
 from leaderboard.stores.base import Store
+from leaderboard.stores.local import LocalStore
 from leaderboard.trust import Trust
 from leaderboard.verify import RowChecker, StoreCheck
 from leaderboard.views.board import boards_of
+from leaderboard.views.fallback import page_html
 from podium.errors import PodiumError, UsageError
 
 STATIC_FILES = {
@@ -96,43 +101,92 @@ def records_document(check: StoreCheck, store: str) -> dict[str, Any]:
         "records": rows,
         "boards": boards,
         "unverified": [b.to_dict() for b in check.bad],
+        "bundles": {sha: href for sha, href in check.bundles.items()},
+        "head": check.head,
+        "set_ok": not check.set_problems,
+        "set_problems": [p.to_dict() for p in check.set_problems],
+        "withdrawn": [w.to_dict() for w in check.withdrawn],
     }
 
 
 def build_site(check: StoreCheck, out_dir: Path, *, store: str) -> list[Path]:
     """Write the page, ``records.json`` (checked here) and a Space card into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    doc = records_document(check, store)
+    # a folder's bundles stay in the folder: the site links only those at a URL (the Hub)
+    doc["bundles"] = {k: v for k, v in doc["bundles"].items() if "://" in v}
     written = []
     for name in STATIC_FILES:
-        (out_dir / name).write_bytes(static_bytes(name))
+        data = index_bytes(doc) if name == "index.html" else static_bytes(name)
+        (out_dir / name).write_bytes(data)
         written.append(out_dir / name)
-    doc = records_document(check, store)
     (out_dir / "records.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     (out_dir / "README.md").write_text(SPACE_README.format(store=store), encoding="utf-8")
+    # the signed files as stored, so each row's link and the head resolve on the site too
+    for rel, data in sorted(check.sources.items()):
+        target = out_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
     return [*written, out_dir / "records.json", out_dir / "README.md"]
+
+
+def index_bytes(doc: dict[str, Any]) -> bytes:
+    """``index.html`` with the no-JavaScript tables of ``doc`` in it."""
+    return page_html(static_bytes("index.html").decode("utf-8"), doc).encode("utf-8")
 
 
 class RecordsCache:
     """``/records.json`` made at most every ``ttl`` seconds (a Hub read is slow); each
     row's bytes are checked once (``RowChecker``), so a refresh checks only new rows."""
 
-    def __init__(self, store: Store, ttl: float, trust: Trust | None):
-        self.store, self.ttl = store, ttl
+    def __init__(self, store: Store, ttl: float, trust: Trust | None, seen: SeenHeads | None):
+        self.store, self.ttl, self.seen = store, ttl, seen
         self.checker = RowChecker(trust)
         self._lock = threading.Lock()
         self._body: bytes | None = None
+        self._index: bytes | None = None
+        self._sources: dict[str, bytes] = {}
         self._at = 0.0
+
+    def _refresh(self) -> None:
+        if self._body is None or time.monotonic() - self._at > self.ttl:
+            snap = self.store.snapshot()
+            check = check_snapshot(snap, self.store.identity, self.checker, seen=self.seen)
+            doc = records_document(check, self.store.url)
+            self._body = json.dumps(doc, ensure_ascii=False).encode("utf-8")
+            self._index = index_bytes(doc)
+            self._sources = check.sources
+            self._at = time.monotonic()
 
     def body(self) -> bytes:
         with self._lock:
-            if self._body is None or time.monotonic() - self._at > self.ttl:
-                trusted = self.checker.trust is not None
-                store_keys = frozenset(self.store.public_keys()) if trusted else frozenset()
-                check = self.checker.check(self.store.raw_records(), store_keys)
-                doc = records_document(check, self.store.url)
-                self._body = json.dumps(doc, ensure_ascii=False).encode("utf-8")
-                self._at = time.monotonic()
+            self._refresh()
+            assert self._body is not None
             return self._body
+
+    def index(self) -> bytes:
+        """The page, its no-JavaScript tables drawn from the same checked document."""
+        with self._lock:
+            self._refresh()
+            assert self._index is not None
+            return self._index
+
+    def source(self, rel: str) -> bytes | None:
+        """A stored row, withdrawal, rotation or the head, as the last read saw it."""
+        with self._lock:
+            self._refresh()
+            return self._sources.get(rel)
+
+
+#: folders whose stored files ``serve`` answers as they are (each row links to its own)
+SOURCE_DIRS = ("records/", "withdrawals/", "keys/rotations/", "log/")
+
+
+def _bundle_file(store: Store, name: str) -> Path | None:
+    """The local store's bundle file ``bundles/<sha256>.tar.gz`` that ``name`` asks for."""
+    if not isinstance(store, LocalStore) or not name.startswith("bundles/"):
+        return None
+    return store.bundle_file(name.removeprefix("bundles/").removesuffix(".tar.gz"))
 
 
 def make_server(
@@ -142,12 +196,14 @@ def make_server(
     *,
     trust: Trust | None,
     ttl: float = 10.0,
+    seen: SeenHeads | None = None,
 ) -> ThreadingHTTPServer:
     """A server for the page; call ``serve_forever()`` on it (``port=0``: any free port).
 
     ``trust``: the keys every row is checked against (None: nothing is checked, and the
-    page says so)."""
-    cache = RecordsCache(store, ttl, trust)
+    page says so); ``seen``: the memory of heads rollbacks are measured against (default:
+    the user's cache)."""
+    cache = RecordsCache(store, ttl, trust, seen if seen is not None else SeenHeads())
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -168,13 +224,26 @@ def make_server(
                 self.wfile.write(body)
 
         def do_GET(self) -> None:
-            name = self.path.split("?", 1)[0].lstrip("/") or "index.html"
-            if name == "records.json":
-                try:
+            name = unquote(self.path.split("?", 1)[0].split("#", 1)[0]).lstrip("/") or "index.html"
+            try:
+                if name == "records.json":
                     self._send(200, cache.body(), "application/json")
-                except PodiumError as exc:
-                    msg = json.dumps({"error": str(exc), "hint": exc.hint}).encode()
-                    self._send(503, msg, "application/json")
+                    return
+                if name == "index.html":
+                    self._send(200, cache.index(), STATIC_FILES[name])
+                    return
+                if name.endswith(".json") and name.startswith(SOURCE_DIRS):
+                    data = cache.source(name)
+                    if data is not None:
+                        self._send(200, data, "application/json")
+                        return
+            except PodiumError as exc:
+                msg = json.dumps({"error": str(exc), "hint": exc.hint}).encode()
+                self._send(503, msg, "application/json")
+                return
+            bundle = _bundle_file(store, name)
+            if bundle is not None:
+                self._send(200, bundle.read_bytes(), "application/gzip")
             elif name in STATIC_FILES:
                 self._send(200, static_bytes(name), STATIC_FILES[name])
             else:

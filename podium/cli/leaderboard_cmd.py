@@ -127,8 +127,10 @@ def show_cmd(
     """Ranked VERIFIED entries by TPS, then the others with their reason.
 
     Every row is checked against the organizer keys the challenge spec pins (and any
-    --pubkey) first; a row that fails is never ranked and is listed apart with why.
-    Entries that cannot be told apart within the noise share a rank, marked '='.
+    --pubkey) first; a row that fails is never ranked and is listed apart with why. The
+    whole set is checked against the store's signed head: a row missing, one no head
+    lists, a rollback or a stale head is named in a line above the tables. Entries that
+    cannot be told apart within the noise share a rank, marked '='.
 
     Example: podium leaderboard show --store ./leaderboard-data --challenge fast-gemma
     """
@@ -188,7 +190,8 @@ def export_cmd(
 ) -> None:
     """Write every verified row as CSV, Parquet (needs pyarrow) or JSON.
 
-    Rows that fail the signature check are not written; they are listed instead.
+    Rows that fail the signature check are not written; they are listed instead, as is
+    anything wrong with the whole set (rows missing, unlisted, a rollback, a stale head).
 
     Example: podium leaderboard export --store ./leaderboard-data -o lb.parquet
     """
@@ -207,12 +210,20 @@ def export_cmd(
         "checked": check.checked,
         "summary": check.summary(),
         "unverified": [b.to_dict() for b in check.bad],
+        "head": check.head,
+        "set_ok": not check.set_problems,
+        "set_problems": [p.to_dict() for p in check.set_problems],
+        "withdrawn": [w.to_dict() for w in check.withdrawn],
     }
 
     def human(con: Console) -> None:
         con.print(text(check.summary()))
+        for problem in check.set_problems:
+            con.print(text(problem.line(), style="bold red"))
         for bad in check.bad:
             con.print(text(f"not written: {bad.path}: {bad.kind}: {bad.problem}"))
+        for gone in check.withdrawn:
+            con.print(text(f"not written: {gone.line()}"))
         con.print(f"wrote {count_rows(count)} to {markup(out)} ({markup(kind)})")
 
     emit(result, human)
@@ -225,10 +236,13 @@ def verify_cmd(
     no_spec_keys: NoSpecKeysOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check every row's schema, id, path and signature; list the rows that fail (exit 1).
+    """Check every row and the whole set; list what fails (exit 1).
 
-    The keys are those the challenge spec pins and any --pubkey; a key published only
-    inside the store is never trusted. Get a --pubkey from the organizers.
+    Each row's schema, id, path and signature, and the store's signed head: no listed
+    row missing, no row unlisted, no rollback from a head this viewer checked before, not
+    older than the spec's freshness bound. The keys are those the challenge spec pins and
+    any --pubkey; a key published only inside the store is never trusted. Get a --pubkey
+    from the organizers.
 
     Example: podium leaderboard verify --store hf://datasets/org/lb --pubkey organizer.pem.pub
     """
@@ -236,8 +250,12 @@ def verify_cmd(
     st, check = read_view(store, None, pubkey, no_spec_keys, False)
 
     def human(con: Console) -> None:
+        for problem in check.set_problems:
+            con.print(text(problem.line(), style="bold red"))
         for bad in check.bad:
             con.print(f"[red]BAD[/] {markup(bad.path)}: {markup(bad.kind)}: {markup(bad.problem)}")
+        for gone in check.withdrawn:
+            con.print(text(gone.line(), style="yellow"))
         colour = "green" if check.ok else "red"
         con.print(f"[{colour}]{markup(check.summary())}[/] in {markup(st.url)}")
 
@@ -293,6 +311,110 @@ def publish_cmd(
     emit(done.to_dict(), human)
 
 
+@app.command("sign-head")
+def sign_head_cmd(key: KeyOpt = None, store: StoreOpt = None, json_out: JsonOpt = False) -> None:
+    """Sign the store's whole set again under a new version and time.
+
+    Run it at least as often as the spec's freshness bound (leaderboard.head_max_age_days)
+    when nothing new is published, so viewers can tell a quiet store from a frozen one; it
+    also gives a store made before heads existed its first head (the rows a trusted key
+    signed).
+
+    Example: podium leaderboard sign-head --store ./leaderboard-data --key organizer.pem
+    """
+    from leaderboard.publish import resign_head
+
+    set_json(json_out)
+    keypair = require_signing_key(key)
+    st = open_existing(store)
+    head = resign_head(st, keypair)
+    emit(
+        {"store": st.url, "head": head},
+        lambda con: con.print(
+            f"signed head v{head['version']} of {head['size']} documents at {head['made_at']} "
+            f"(key {markup(head['key_id'])})"
+        ),
+    )
+
+
+@app.command("withdraw")
+def withdraw_cmd(
+    record_id: Annotated[str, typer.Argument(help="The record_id of the published row.")],
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why it no longer counts (shown on the board).")
+    ],
+    key: KeyOpt = None,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Withdraw a published row (disqualified after publication) with a signed withdrawal.
+
+    The row is never deleted: the board shows it apart as WITHDRAWN, with the reason and
+    the date, and the store's signed head lists the withdrawal.
+
+    Example: podium leaderboard withdraw 3f2a9c... --reason "cached answers" --key org.pem
+    """
+    from leaderboard.publish import withdraw
+
+    set_json(json_out)
+    keypair = require_signing_key(key)
+    done = withdraw(open_existing(store), keypair, record_id, reason)
+    emit(
+        done,
+        lambda con: con.print(
+            text(
+                f"withdrew {done['team']}/{done['entry']} ({record_id}) at {done['withdrawn_at']}"
+                + ("" if done["added"] else " (already withdrawn)")
+            )
+        ),
+    )
+
+
+@app.command("rotate-key")
+def rotate_key_cmd(
+    new_key: Annotated[
+        Path, typer.Option("--new-key", help="The new organizer private key (PEM).")
+    ],
+    key: KeyOpt = None,
+    revoke: Annotated[
+        bool,
+        typer.Option(
+            "--revoke",
+            help="The old key was compromised: list every row it signed apart from now on.",
+        ),
+    ] = False,
+    reason: Annotated[str, typer.Option("--reason", help="Why (shown to viewers).")] = "",
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hand the store over to a new organizer key, signed by the key it replaces (--key).
+
+    Viewers that trust the old key trust the new one from now on, for the same challenges;
+    rows the old key signed before stay verified unless --revoke. Publish with --new-key
+    from then on.
+
+    Example: podium leaderboard rotate-key --key old.pem --new-key new.pem --store ./lb
+    """
+    from leaderboard.publish import rotate_key
+    from podium.signing import load_private_key
+
+    set_json(json_out)
+    old = require_signing_key(key)
+    new = load_private_key(new_key)
+    if new.key_id == old.key_id:
+        raise UsageError(
+            "--new-key is the same key as --key", hint="make one: podium keys generate"
+        )
+    done = rotate_key(open_existing(store), old, new, revoked=revoke, reason=reason)
+    emit(
+        done,
+        lambda con: con.print(
+            f"key {markup(old.key_id)} -> {markup(new.key_id)} at {done['at']}"
+            + (" (old key REVOKED)" if revoke else "")
+        ),
+    )
+
+
 def port_number(value: str) -> int:
     """``--port``'s parser: a whole number from 0 to 65535, else a usage error naming it."""
     try:
@@ -321,8 +443,9 @@ def serve_cmd(
 ) -> None:
     """Serve the leaderboard page and /records.json until interrupted.
 
-    Each row is checked as for `show`; the page ranks only the rows that pass, shows the
-    key that signed each, and lists the others apart with why. With --json it prints one
+    Each row and the whole set are checked as for `show`; the page ranks only the rows
+    that pass, shows the key that signed each, lists the others apart with why, and warns
+    above the board when the set does not check. With --json it prints one
     line, {"url": ...}, once it listens.
 
     Example: podium leaderboard serve --store ./leaderboard-data --port 7860
@@ -360,6 +483,9 @@ def build_site_cmd(
 ) -> None:
     """Write the static page and a checked records.json snapshot for a static Space.
 
+    The rows and the whole set are checked as for `show`; the signed files the page links
+    to (each row, the head) are written beside it.
+
     Example: podium leaderboard build-site --store ./leaderboard-data -o site/
     """
     from leaderboard.views.web import build_site
@@ -369,10 +495,15 @@ def build_site_cmd(
     files = build_site(check, out, store=st.url)
     emit(
         {"store": st.url, "files": [str(f) for f in files], **check.to_dict()},
-        lambda con: con.print(
-            f"{markup(check.summary())}\nwrote {len(files)} files to {markup(out)}"
-        ),
+        lambda con: _site_human(con, check, files, out),
     )
+
+
+def _site_human(con: Console, check: Any, files: list[Path], out: Path) -> None:
+    con.print(text(check.summary()))
+    for problem in check.set_problems:
+        con.print(text(problem.line(), style="bold red"))
+    con.print(f"wrote {len(files)} files to {markup(out)}")
 
 
 def register(root: typer.Typer) -> None:

@@ -9,6 +9,7 @@ import pytest
 from factories import seeded_records
 from hubserver import FakeHub, allow_hub_requests
 
+from leaderboard.publish import head_signer
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair, write_keypair
 
@@ -30,7 +31,7 @@ def key_files(tmp_path: Path, keypair: KeyPair) -> tuple[Path, Path]:
 def seeded_store(tmp_path: Path, keypair: KeyPair) -> LocalStore:
     store = LocalStore(tmp_path / "store")
     store.publish_key(keypair.public_pem())
-    store.publish(seeded_records(keypair))
+    store.publish(seeded_records(keypair), head_signer(keypair))
     return store
 
 

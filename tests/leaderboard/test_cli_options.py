@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from factories import make_record
 
+from leaderboard.publish import head_signer
 from leaderboard.stores.local import LocalStore
 from podium.cli.app import main
 from podium.signing import KeyPair
@@ -74,7 +75,7 @@ def test_export_writes_the_format_its_extension_names(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     store = LocalStore(tmp_path / "store")
-    store.publish([make_record(keypair)])
+    store.publish([make_record(keypair)], head_signer(keypair))
     base = ["leaderboard", "export", "--store", store.url, "--pubkey", str(key_files[1])]
     code, out, _ = run(capsys, *base, "-o", str(tmp_path / "lb.json"))
     assert code == 0 and "wrote 1 row to" in out and "1 rows" not in out
@@ -89,7 +90,7 @@ def test_export_refuses_a_format_its_extension_contradicts_or_cannot_name(
     tmp_path: Path, keypair: KeyPair, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = LocalStore(tmp_path / "store")
-    store.publish([make_record(keypair)])
+    store.publish([make_record(keypair)], head_signer(keypair))
     base = ["leaderboard", "export", "--store", store.url, "--no-verify"]
     code, _, err = run(capsys, *base, "-o", str(tmp_path / "lb.json"), "--format", "csv")
     assert code == 2 and "disagrees" in err and not (tmp_path / "lb.json").exists()

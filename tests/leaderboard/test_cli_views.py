@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from factories import make_report
+from factories import make_report, plant_row
 from typer.testing import CliRunner
 
+from leaderboard.publish import head_signer
 from leaderboard.records import verify_record
 from leaderboard.stores.local import LocalStore
 from podium.cli.app import app
@@ -88,7 +89,7 @@ def test_verify_flags_unknown_keys_moved_rows_and_broken_json(
     forger = KeyPair.generate()
     from factories import make_record
 
-    seeded_store.publish([make_record(forger, team="forger", serial=77)])
+    plant_row(seeded_store.root, make_record(forger, team="forger", serial=77))
     files = sorted((seeded_store.root / "records" / "tiny").glob("*.json"))
     moved = seeded_store.root / "records" / "other" / files[0].name
     moved.parent.mkdir()
@@ -168,7 +169,13 @@ def test_build_site_writes_a_static_space(
         "style.css",
         "records.json",
         "README.md",
+        "records",  # each row's signed file, as stored, for the page's links
+        "log",  # the signed head the rows were checked against
     }
+    assert len(list((out / "records" / "tiny").glob("*.json"))) == 7
+    assert (out / "log" / "head.json").read_bytes() == (
+        seeded_store.root / "log/head.json"
+    ).read_bytes()
     assert json.loads((out / "records.json").read_text())["count"] == 7
     assert "sdk: static" in (out / "README.md").read_text()
     assert "http" not in (out / "index.html").read_text().replace("http-equiv", "")
@@ -194,7 +201,8 @@ def test_show_prints_hostile_names_and_reasons_as_text(
                 serial=2,
                 findings=[{"check_id": "x.y", "severity": "error", "message": HOSTILE}],
             ),
-        ]
+        ],
+        head_signer(keypair),
     )
     res = invoke("leaderboard", "show", "--store", store.url, "--pubkey", str(key_files[1]))
     assert res.exit_code == 0, res.output
@@ -217,7 +225,9 @@ def test_show_of_a_store_that_does_not_exist_is_an_error(
         text = out.out if "--json" in args else out.err
         assert "no leaderboard store" in text or "is not a leaderboard store" in text
     empty = LocalStore(tmp_path / "fresh")
-    empty.publish([])  # what a first publish leaves: the card, no records yet
+    empty.publish(
+        [], head_signer(KeyPair.generate())
+    )  # what a first publish leaves: the card, no records yet
     with pytest.raises(SystemExit) as done:
         main(["leaderboard", "show", "--store", str(tmp_path / "fresh")])
     assert done.value.code == 0 and "no records in this store yet" in capsys.readouterr().out

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from factories import make_record
 
+from leaderboard.publish import head_signer
 from leaderboard.stores.card import FEATURES
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
@@ -19,7 +20,9 @@ def test_load_dataset_reads_one_row_per_record_for_each_challenge(
 ) -> None:
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
-    seeded_store.publish([make_record(keypair, challenge="fast-gemma", team="gemma-team")])
+    seeded_store.publish(
+        [make_record(keypair, challenge="fast-gemma", team="gemma-team")], head_signer(keypair)
+    )
     card = (seeded_store.root / "README.md").read_text()
     assert 'config_name: "fast-gemma"' in card and 'config_name: "tiny"' in card
     tiny = datasets.load_dataset(str(seeded_store.root), "tiny", split="train")

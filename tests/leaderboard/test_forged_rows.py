@@ -65,8 +65,11 @@ def test_show_for_humans_lists_the_forged_rows_under_unverified(
     out = show(seeded_store, "--pubkey", str(key_files[1])).stdout
     flat = " ".join(out.split())
     assert "6 of 8 rows verified" in flat and "2 unverified" in flat
-    ranked, _, unverified = out.partition("UNVERIFIED")
+    _, _, tables = out.partition("tiny: VERIFIED")  # the set check's warnings come first
+    ranked, _, unverified = tables.partition("UNVERIFIED")
     assert "otters" in ranked and "forger" not in ranked and "9,999" not in ranked
+    assert "SET CHECK FAILED (unlisted): row forger/fast" in out
+    assert "SET CHECK FAILED (altered): row herons/bf16" in out
     assert "bad-signature" in unverified and "unknown-key" in unverified
     assert "99,999" not in out  # a forged row's own numbers are never shown
 

@@ -10,9 +10,11 @@ from factories import make_record, publish_worker, seeded_records
 from hubserver import FakeHub, allow_hub_requests
 from huggingface_hub import constants
 
+from leaderboard.checked import verify_store
+from leaderboard.log import parse_head
+from leaderboard.publish import head_signer
 from leaderboard.stores import open_store
 from leaderboard.stores.hub import HubStore
-from leaderboard.verify import verify_store
 from podium.errors import HubError
 from podium.signing import KeyPair
 
@@ -27,23 +29,25 @@ def hub_store(hub: FakeHub, **kwargs) -> HubStore:
 def test_publish_is_one_inline_commit_and_idempotent(fake_hub: FakeHub, keypair: KeyPair) -> None:
     store = hub_store(fake_hub)
     recs = seeded_records(keypair)
-    first = store.publish(recs)
+    first = store.publish(recs, head_signer(keypair))
     assert sorted(first.added) == sorted(r["record_id"] for r in recs)
-    second = store.publish(recs)
+    second = store.publish(recs, head_signer(keypair))
     assert second.added == [] and len(second.already_present) == len(recs)
     history = fake_hub.history(REPO)
     assert [c.message for c in history] == ["Add 7 leaderboard record(s)", "initial commit"]
     files = fake_hub.files(REPO)
     assert sum(p.startswith("records/tiny/") for p in files) == 7 and "README.md" in files
     # small JSON files travel inline in the commit (base64), never through LFS or xet
-    assert fake_hub.stats["commit-file:inline"] == 8 and fake_hub.stats["commit-file:lfs"] == 0
+    # 7 rows, the card and the signed head, all inline
+    assert fake_hub.stats["commit-file:inline"] == 9 and fake_hub.stats["commit-file:lfs"] == 0
+    assert "log/head.json" in files
 
 
 def test_reading_back_records_keys_and_one_row(fake_hub: FakeHub, keypair: KeyPair) -> None:
     fake_hub.page_size = 3  # force the client through several tree pages
     store = hub_store(fake_hub)
     recs = seeded_records(keypair)
-    store.publish(recs)
+    store.publish(recs, head_signer(keypair))
     assert store.publish_key(keypair.public_pem()) == keypair.key_id
     assert store.publish_key(keypair.public_pem()) == keypair.key_id
     by_id = {r["record_id"]: r for r in store.list_records()}
@@ -60,9 +64,9 @@ def test_commit_conflicts_and_limits_are_retried(
     fake_hub: FakeHub, keypair: KeyPair, status: int
 ) -> None:
     store = hub_store(fake_hub)
-    store.publish([make_record(keypair, serial=1)])
+    store.publish([make_record(keypair, serial=1)], head_signer(keypair))
     fake_hub.inject(status, 3, endpoint="commit", retry_after=0.02 if status == 429 else None)
-    result = store.publish([make_record(keypair, serial=2)])
+    result = store.publish([make_record(keypair, serial=2)], head_signer(keypair))
     assert len(result.added) == 1
     assert fake_hub.stats[f"injected:commit:{status}"] == 3
     assert len(fake_hub.history(REPO)) == 3
@@ -72,10 +76,10 @@ def test_persistent_rate_limit_becomes_a_hub_error_with_a_hint(
     fake_hub: FakeHub, keypair: KeyPair
 ) -> None:
     store = hub_store(fake_hub, max_attempts=3)
-    store.publish([make_record(keypair, serial=1)])
+    store.publish([make_record(keypair, serial=1)], head_signer(keypair))
     fake_hub.inject(429, 10, endpoint="commit")
     with pytest.raises(HubError) as info:
-        store.publish([make_record(keypair, serial=2)])
+        store.publish([make_record(keypair, serial=2)], head_signer(keypair))
     assert "rate limited" in info.value.message and "after 3 attempts" in info.value.message
     assert info.value.hint and "per call" in info.value.hint
 
@@ -86,9 +90,13 @@ def test_bad_token_and_offline_mode_are_explained(
     allow_hub_requests(monkeypatch)
     with FakeHub(token="hf_right") as hub:
         with pytest.raises(HubError) as info:
-            hub_store(hub, token="hf_wrong").publish([make_record(keypair)])
+            hub_store(hub, token="hf_wrong").publish([make_record(keypair)], head_signer(keypair))
         assert "HF_TOKEN" in (info.value.hint or "")
-        assert hub_store(hub, token="hf_right").publish([make_record(keypair)]).added
+        assert (
+            hub_store(hub, token="hf_right")
+            .publish([make_record(keypair)], head_signer(keypair))
+            .added
+        )
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
         with pytest.raises(HubError) as info:
             hub_store(hub, token="hf_right").list_records()
@@ -104,7 +112,7 @@ def test_store_url_selects_the_hub(fake_hub: FakeHub, keypair: KeyPair) -> None:
     store = open_store(f"hf://datasets/{REPO}?endpoint={fake_hub.endpoint}")
     assert isinstance(store, HubStore) and store.repo_id == REPO
     assert store.url == f"hf://datasets/{REPO}"
-    store.publish([make_record(keypair)])
+    store.publish([make_record(keypair)], head_signer(keypair))
     assert len(open_store(f"hf://datasets/{REPO}?endpoint={fake_hub.endpoint}").list_records()) == 1
 
 
@@ -128,3 +136,8 @@ def test_eight_processes_publishing_to_the_hub_lose_nothing(
         assert fake_hub.stats[f"injected:commit:{status}"] > 0
     check = verify_store(open_store(url), [keypair.public_key])
     assert check.ok and len(check.good) == 400
+    head = parse_head(files["log/head.json"])
+    assert head.version == 8 * 50 // 5  # one head per publish call that added rows
+    assert sorted(leaf["path"] for leaf in head.leaves) == sorted(
+        p for p in files if p.startswith("records/")
+    )

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from factories import make_record, publish_worker
 
+from leaderboard.checked import verify_store
+from leaderboard.log import parse_head
+from leaderboard.publish import head_signer
 from leaderboard.records import verify_record
 from leaderboard.stores import open_store
 from leaderboard.stores.local import LocalStore
-from leaderboard.verify import verify_store
 from podium.signing import KeyPair
 
 
@@ -48,7 +50,7 @@ def test_publishing_a_batch_with_duplicates_stores_each_once(
 ) -> None:
     recs = [make_record(keypair, serial=i) for i in range(3)]
     store = LocalStore(tmp_path / "s")
-    result = store.publish(recs + recs)
+    result = store.publish(recs + recs, head_signer(keypair))
     assert sorted(result.added) == sorted(r["record_id"] for r in recs)
     assert len(store.list_records()) == 3
 
@@ -67,4 +69,8 @@ def test_eight_processes_publishing_fifty_records_each_lose_nothing(
     assert len(raw) == 400
     for item in raw:
         verify_record(json.loads(item.data), keypair.public_key)
-    assert len(verify_store(store, [keypair.public_key]).good) == 400
+    check = verify_store(store, [keypair.public_key])
+    assert check.ok and len(check.good) == 400
+    head = parse_head((store.root / "log" / "head.json").read_bytes())
+    assert head.version == 400  # one head per publish call that added rows (1 row each)
+    assert sorted(leaf["path"] for leaf in head.leaves) == sorted(item.path for item in raw)

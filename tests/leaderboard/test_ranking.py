@@ -15,6 +15,7 @@ import pytest
 from factories import make_record
 from typer.testing import CliRunner
 
+from leaderboard.publish import head_signer
 from leaderboard.ranking import build_boards, make_entry, rank_entries
 from leaderboard.stores.local import LocalStore
 from podium.cli.app import app
@@ -142,7 +143,8 @@ def test_show_joins_two_verifications_of_one_bundle(
                 finished="2026-11-22T10:00:00Z",
             ),
             make_record(keypair, team="next", tps=300.0, serial=3),
-        ]
+        ],
+        head_signer(keypair),
     )
     res = CliRunner().invoke(
         app,

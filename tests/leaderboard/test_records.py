@@ -7,6 +7,7 @@ import copy
 import pytest
 from factories import make_report
 
+from leaderboard.publish import head_signer
 from leaderboard.records import record_from_report, verify_record
 from leaderboard.stores.local import LocalStore
 from podium.errors import SchemaError, SignatureError
@@ -19,8 +20,8 @@ def test_same_report_gives_same_record_and_one_stored_row(keypair: KeyPair, tmp_
     first, second = record_from_report(report, keypair), record_from_report(report, keypair)
     assert first == second
     store = LocalStore(tmp_path / "store")
-    assert store.publish([first]).added == [first["record_id"]]
-    again = store.publish([second])
+    assert store.publish([first], head_signer(keypair)).added == [first["record_id"]]
+    again = store.publish([second], head_signer(keypair))
     assert again.added == [] and again.already_present == [first["record_id"]]
     assert len(store.list_records()) == 1
 

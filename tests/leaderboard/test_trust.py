@@ -51,6 +51,25 @@ def test_a_spec_key_outside_its_validity_period_verifies_nothing(keypair: KeyPai
     assert check_rows([RawRecord(record_path(rec), record_bytes(rec))], inside).ok
 
 
+def test_a_key_the_spec_revokes_lists_its_rows_apart_with_the_date(keypair: KeyPair) -> None:
+    """The spec's root of trust revokes a compromised key: every row it signed, whenever,
+    is listed apart, and so is a head it signs."""
+    from leaderboard.checked import check_snapshot
+    from leaderboard.log import make_leaf, sign_head
+    from leaderboard.stores.base import Snapshot
+    from leaderboard.verify import RowChecker
+
+    trust = pinned(keypair, revoked_at="2026-12-01T00:00:00Z")
+    rec = make_record(keypair, finished="2026-11-20T10:00:00Z")  # signed before, still out
+    raw = RawRecord(record_path(rec), record_bytes(rec))
+    (bad,) = check_rows([raw], trust).bad
+    assert bad.kind == "revoked-key" and "revoked on 2026-12-01T00:00:00Z" in bad.problem
+    head = sign_head([make_leaf(raw.path, raw.data)], 1, keypair)
+    check = check_snapshot(Snapshot([raw], [], head, {}), "test", RowChecker(trust), seen=None)
+    assert [p.kind for p in check.set_problems] == ["head-revoked-key"]
+    assert [b.kind for b in check.bad] == ["revoked-key"] and not check.good
+
+
 def test_a_pinned_key_whose_id_lies_is_refused(keypair: KeyPair) -> None:
     spec = load_challenge("tiny")
     other = KeyPair.generate()

@@ -3,13 +3,18 @@
 // whose signature checked against a trusted key are in `records`; `boards` ranks them
 // (leaderboard/ranking.py: median order, shared ranks within the noise, runs of one bundle
 // as one entry); `unverified` lists every row that failed, with why. Nothing is ranked here.
+// `set_problems` says what is wrong with the store's whole set (its signed head: a row
+// missing, one added unlisted, a rollback, a stale head); `withdrawn` lists rows an
+// organizer withdrew by a signed withdrawal. Columns sort on a click of their header; each
+// row links to its signed record (and its bundle where the store holds it) and has a
+// permalink, #record=<record_id>, that opens it.
 // Record text comes from participants: it is only ever set with textContent.
 "use strict";
 
 const PAGE = 50;
 const OTHER_ORDER = ["UNOFFICIAL", "PENDING", "REJECTED", "FAILED"];
 const COLORS = { VERIFIED: "#2f855a", UNOFFICIAL: "#b7791f", PENDING: "#718096", REJECTED: "#c53030", FAILED: "#553c9a" };
-const state = { doc: null, records: [], byId: new Map(), challenge: null, verdict: "ALL", best: true, team: "", pages: { ranked: 0, others: 0 }, selected: null, points: [] };
+const state = { doc: null, records: [], byId: new Map(), challenge: null, verdict: "ALL", best: true, team: "", pages: { ranked: 0, others: 0 }, selected: null, points: [], sort: { ranked: { key: "rank", dir: 1 }, others: { key: null, dir: 1 } } };
 const $ = (id) => document.getElementById(id);
 const T0 = performance.now();
 
@@ -32,9 +37,67 @@ const keyOf = (r) => String((r.signature || {}).key_id || "");
 function board() {
   const b = (state.doc.boards || {})[state.challenge] || { best: [], all: [], others: [] };
   const rows = state.records.filter((r) => (r.challenge || {}).id === state.challenge);
-  const ranked = (state.best ? b.best : b.all).map((e) => ({ ...e, record: state.byId.get(e.runs[0]) })).filter((e) => e.record);
+  const ranked = (state.best ? b.best : b.all).map((e, order) => ({ ...e, order, record: state.byId.get(e.runs[0]) })).filter((e) => e.record);
   const others = (b.others || []).map((id) => state.byId.get(id)).filter(Boolean);
   return { rows, ranked, others };
+}
+
+// -- sorting: the server's order is the default; a header click sorts by that column --
+const RANKED_KEYS = {
+  rank: (e) => e.order, team: (e) => String(e.record.team), entry: (e) => String(e.record.entry),
+  tps: (e) => e.tps, runs: (e) => e.runs.length, ppl: (e) => (e.record.metrics || {}).ppl,
+  cap: (e) => (e.record.metrics || {}).ppl_cap, speedup: (e) => (e.record.metrics || {}).speedup,
+  key: (e) => keyOf(e.record), date: (e) => String(e.record.verified_at || ""),
+};
+const OTHER_KEYS = {
+  verdict: (r) => OTHER_ORDER.indexOf(r.verdict), team: (r) => String(r.team), entry: (r) => String(r.entry),
+  reason: (r) => String(r.reason || ""), date: (r) => String(r.verified_at || ""),
+};
+function sorted(list, keys, how) {
+  if (!how.key || !keys[how.key]) return list;
+  const get = keys[how.key];
+  const cmp = (a, b) => {
+    const x = get(a), y = get(b);
+    if (x === y) return 0;
+    if (x === null || x === undefined) return 1;
+    if (y === null || y === undefined) return -1;
+    return (x < y ? -1 : 1) * how.dir;
+  };
+  return list.map((v, i) => [v, i]).sort((a, b) => cmp(a[0], b[0]) || a[1] - b[1]).map((p) => p[0]);
+}
+function setupSort(tableId, which) {
+  for (const th of $(tableId).tHead.querySelectorAll("th[data-sort]")) {
+    th.tabIndex = 0;
+    const go = () => {
+      const how = state.sort[which];
+      how.dir = how.key === th.dataset.sort ? -how.dir : th.dataset.sort === "tps" || th.dataset.sort === "speedup" ? -1 : 1;
+      how.key = th.dataset.sort;
+      state.pages[which] = 0;
+      render();
+    };
+    th.onclick = go;
+    th.onkeydown = (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); go(); } };
+  }
+}
+function markSort(tableId, which) {
+  const how = state.sort[which];
+  for (const th of $(tableId).tHead.querySelectorAll("th[data-sort]")) {
+    if (th.dataset.sort === how.key) th.setAttribute("aria-sort", how.dir > 0 ? "ascending" : "descending");
+    else th.removeAttribute("aria-sort");
+  }
+}
+
+// -- links: the signed record, the bundle where the store has it, the row's permalink --
+const recordHref = (r) => `records/${encodeURIComponent((r.challenge || {}).id || "")}/${encodeURIComponent(r.record_id)}.json`;
+function linksCell(r) {
+  const td = el("td", { class: "links" });
+  td.append(el("a", { class: "record-link", href: recordHref(r), title: "the signed record, as stored" }, "record"));
+  const bundle = (state.doc.bundles || {})[r.bundle_sha256];
+  if (bundle) td.append(el("a", { class: "bundle-link", href: bundle, title: "the submitted bundle" }, "bundle"));
+  const a = el("a", { class: "permalink", href: `#record=${encodeURIComponent(r.record_id)}`, title: "a link to this row" }, "#");
+  a.onclick = (ev) => ev.stopPropagation();
+  td.append(a);
+  return td;
 }
 
 function matchesTeam(r) {
@@ -64,9 +127,16 @@ function selectRow(record, entry) {
   drawSelection();
 }
 
+function tpsCell(tps, ci) {
+  const td = el("td", { class: "num tps" }, fmt(tps, 1));
+  if (ci) td.append(el("span", { class: "ci" }, ci));  // may wrap under the median
+  return td;
+}
+
 function renderRanked(ranked) {
   const tbody = $("ranked").tBodies[0];
-  const visible = ranked.filter((x) => matchesTeam(x.record));
+  const visible = sorted(ranked.filter((x) => matchesTeam(x.record)), RANKED_KEYS, state.sort.ranked);
+  markSort("ranked", "ranked");
   pager("ranked-pager", "ranked", visible.length);
   const start = state.pages.ranked * PAGE;
   const frag = document.createDocumentFragment();
@@ -78,12 +148,12 @@ function renderRanked(ranked) {
     const tr = el("tr", { "data-record-id": r.record_id, "data-rank": e.rank, "data-tied": e.tied ? "1" : "0", "data-runs": e.runs.length, class: "ranked-row" + (e.tied ? " tied" : "") });
     const rank = el("td", { class: "num rank", title: e.tied ? "shares this rank: cannot be told apart from another entry within the noise" : "" }, (e.tied ? "=" : "") + e.rank);
     tr.append(rank, el("td", { class: "team" }, r.team), el("td", {}, r.entry),
-      el("td", { class: "num" }, fmt(e.tps, 1) + ci), el("td", { class: "num runs" }, runs),
+      tpsCell(e.tps, ci), el("td", { class: "num runs" }, runs),
       el("td", { class: "num" }, fmt(m.ppl, 3)), el("td", { class: "num" }, fmt(m.ppl_cap, 3)),
       el("td", { class: "num" }, num(m.speedup) === null ? "-" : fmt(m.speedup, 2) + "x"),
       el("td", { class: "key", "data-key": state.doc.checked ? keyOf(r) : "", title: state.doc.checked ? `signed by trusted key ${keyOf(r)}` : "not checked (--no-verify)" },
         state.doc.checked ? keyOf(r).slice(0, 8) + "…" : "unchecked"),
-      el("td", {}, String(r.verified_at || "").slice(0, 10)));
+      el("td", { class: "date" }, String(r.verified_at || "").slice(0, 10)), linksCell(r));
     tr.onclick = () => selectRow(r, e);
     frag.append(tr);
   }
@@ -104,9 +174,58 @@ function renderUnverified() {
   tbody.replaceChildren(frag);
 }
 
+function renderSet() {
+  const problems = state.doc.set_problems || [];
+  $("set-warnings").hidden = problems.length === 0;
+  const ul = $("set-problems");
+  ul.replaceChildren(...problems.map((p) => el("li", { class: "set-problem", "data-kind": p.kind, "data-path": p.path || "" }, p.message)));
+}
+
+function renderWithdrawn() {
+  const gone = (state.doc.withdrawn || []).filter((w) => w.challenge === state.challenge);
+  $("withdrawn-section").hidden = gone.length === 0;
+  const frag = document.createDocumentFragment();
+  for (const w of gone) {
+    const tr = el("tr", { class: "withdrawn-row", "data-record-id": w.record_id });
+    const td = el("td", { class: "links" });
+    td.append(el("a", { class: "record-link", href: w.path }, "record"),
+      el("a", { class: "withdrawal-link", href: `withdrawals/${encodeURIComponent(w.challenge)}/${encodeURIComponent(w.record_id)}.json` }, "withdrawal"));
+    tr.append(el("td", { class: "team" }, w.team), el("td", {}, w.entry), el("td", { class: "reason" }, w.reason),
+      el("td", { class: "date" }, String(w.withdrawn_at || "").slice(0, 10)), td);
+    frag.append(tr);
+  }
+  $("withdrawn").tBodies[0].replaceChildren(frag);
+}
+
+// -- permalinks: #record=<id> opens that row: its challenge, its page, its details --
+function openPermalink() {
+  const m = /^#record=([0-9a-f]+)$/.exec(location.hash);
+  if (!m || !state.doc) return;
+  const r = state.byId.get(m[1]);
+  if (!r) { $("status").textContent = `no checked row ${m[1]} on this board`; return; }
+  state.challenge = (r.challenge || {}).id; $("challenge").value = state.challenge;
+  state.team = ""; $("team").value = ""; state.verdict = "ALL"; $("verdict").value = "ALL";
+  const b = (state.doc.boards || {})[state.challenge] || { best: [], all: [] };
+  let entry = null, which = "ranked";
+  const find = (l) => (l || []).findIndex((e) => e.runs.includes(r.record_id));
+  if (state.best && find(b.best) < 0 && find(b.all) >= 0) { state.best = false; $("best").checked = false; }
+  const { ranked, others } = board();
+  let index = sorted(ranked, RANKED_KEYS, state.sort.ranked).findIndex((e) => e.runs.includes(r.record_id));
+  if (index >= 0) entry = sorted(ranked, RANKED_KEYS, state.sort.ranked)[index];
+  else { which = "others"; index = sorted(others, OTHER_KEYS, state.sort.others).findIndex((x) => x.record_id === r.record_id); }
+  if (index >= 0) state.pages[which] = Math.floor(index / PAGE);
+  render();
+  selectRow(r, entry);
+  document.querySelectorAll("tr.permalinked").forEach((tr) => tr.classList.remove("permalinked"));
+  const tr = document.querySelector(`tbody tr[data-record-id="${r.record_id}"]`);
+  if (tr) { tr.classList.add("permalinked"); tr.scrollIntoView({ block: "center" }); }
+  document.body.dataset.permalink = r.record_id;
+}
+
 function renderOthers(others) {
   const tbody = $("others").tBodies[0];
-  const visible = others.filter((r) => matchesTeam(r) && (state.verdict === "ALL" || r.verdict === state.verdict));
+  const visible = sorted(others.filter((r) => matchesTeam(r) && (state.verdict === "ALL" || r.verdict === state.verdict)), OTHER_KEYS, state.sort.others);
+  markSort("others", "others");
   pager("others-pager", "others", visible.length);
   const start = state.pages.others * PAGE;
   const frag = document.createDocumentFragment();
@@ -115,7 +234,7 @@ function renderOthers(others) {
     const badge = el("td", {});
     badge.append(el("span", { class: `badge ${r.verdict}` }, r.verdict));
     tr.append(badge, el("td", { class: "team" }, r.team), el("td", {}, r.entry),
-      el("td", { class: "reason" }, r.reason || "-"), el("td", {}, String(r.verified_at || "").slice(0, 10)));
+      el("td", { class: "reason" }, r.reason || "-"), el("td", { class: "date" }, String(r.verified_at || "").slice(0, 10)), linksCell(r));
     tr.onclick = () => selectRow(r);
     frag.append(tr);
   }
@@ -261,6 +380,8 @@ function render() {
   renderRanked(showRanked ? ranked : []);
   renderOthers(showOthers ? others : []);
   renderUnverified();
+  renderWithdrawn();
+  renderSet();
   renderScatter(rows);
   const bad = (state.doc.unverified || []).length;
   $("status").textContent = `${state.records.length} records, ${ranked.length} ranked in ${state.challenge}` + (bad ? `, ${bad} unverified` : "");
@@ -271,6 +392,7 @@ function render() {
 function renderTrust(doc) {
   const box = $("trust");
   box.classList.toggle("unchecked", !doc.checked);
+  box.classList.toggle("set-failed", doc.checked && (doc.set_problems || []).length > 0);
   box.dataset.checked = doc.checked ? "1" : "0";
   box.textContent = doc.checked
     ? `${doc.summary}. Check them yourself with podium leaderboard verify --store STORE --pubkey KEY.`
@@ -297,7 +419,11 @@ function setup(doc) {
   $("best").onchange = (e) => { state.best = e.target.checked; reset(); };
   $("team").oninput = (e) => { state.team = e.target.value; reset(); };
   $("scatter").addEventListener("click", onScatterClick);
+  setupSort("ranked", "ranked");
+  setupSort("others", "others");
+  window.addEventListener("hashchange", openPermalink);
   render();
+  openPermalink();
 }
 
 fetch("records.json", { cache: "no-store" })

@@ -1,0 +1,193 @@
+"""A store checked as a whole: its rows (``leaderboard.verify``) and its set
+(``leaderboard.setcheck``), from one snapshot. Every view starts here.
+
+Order: the key rotations in the store that a trusted key signed extend the viewer's
+``Trust``; the head is checked against it (signature, rollback against the viewer's
+memory, freshness); the files are compared with the head's leaves; rows are checked
+(rows the sound head lists as they are cost no signature check of their own); rows a
+signed withdrawal names are set apart; a sound head that is neither older than nor a
+rewrite of the one remembered becomes the one remembered.
+
+What it trusts: the viewer's ``Trust`` and memory of heads; whatever else is in the
+store only through a signature of a trusted key.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from leaderboard.log import HEAD_PATH, now_stamp
+from leaderboard.seen import SeenHeads
+from leaderboard.setcheck import SetProblem, check_head, compare_set
+from leaderboard.specs import head_max_age_days
+from leaderboard.stores.base import ROTATIONS_DIR, WITHDRAWALS_DIR, Snapshot, Store
+from leaderboard.trust import Trust, TrustedKey, with_rotations
+from leaderboard.verify import RowChecker, StoreCheck, Withdrawn
+from podium.errors import SignatureError
+from podium.signing import key_id, verify_document
+from schemas.validate import validation_errors
+
+
+def _documents(
+    snap: Snapshot,
+) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]], list[SetProblem]]:
+    """(rotations, (path, withdrawal) pairs, problems) among the snapshot's documents."""
+    rotations: list[dict[str, Any]] = []
+    withdrawals: list[tuple[str, dict[str, Any]]] = []
+    problems: list[SetProblem] = []
+    for item in snap.documents:
+        kind = "key-rotation" if item.path.startswith(ROTATIONS_DIR + "/") else "withdrawal"
+        try:
+            doc = json.loads(item.data) if item.error is None else None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            doc = None
+        errors = validation_errors(kind, doc) if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or errors:
+            why = f"{errors[0].json_path}: {errors[0].message}" if errors else "not a JSON object"
+            problems.append(
+                SetProblem("bad-document", f"{item.path} is not a {kind}: {why}", item.path)
+            )
+        elif kind == "key-rotation":
+            rotations.append(doc)
+        else:
+            withdrawals.append((item.path, doc))
+    return rotations, withdrawals, problems
+
+
+def _withdrawal_problem(path: str, doc: dict[str, Any], trust: Trust) -> SetProblem | None:
+    """Why the withdrawal ``doc`` at ``path`` does not count, or None."""
+    kid = str(doc["signature"]["key_id"])
+    who = (path, doc.get("team"), doc.get("entry"))
+    if path != f"{WITHDRAWALS_DIR}/{doc['challenge']}/{doc['record_id']}.json":
+        return SetProblem("bad-document", f"withdrawal stored at the wrong path {path}", *who)
+    key, why = trust.key_for(kid, str(doc["challenge"]), str(doc["withdrawn_at"]))
+    if key is None or key.revoked_at:
+        why = why or (
+            f"key {kid} was revoked on {key.revoked_at}" if key else f"key {kid} is not trusted"
+        )
+        return SetProblem("bad-document", f"withdrawal {path} does not count: {why}", *who)
+    try:
+        verify_document(doc, key.public_key)
+    except SignatureError as exc:
+        return SetProblem("bad-document", f"withdrawal {path}: {exc.message}", *who)
+    return None
+
+
+def _sources(out: StoreCheck, snap: Snapshot) -> None:
+    out.sources = {i.path: i.data for i in [*snap.records, *snap.documents] if i.error is None}
+    if snap.head is not None:
+        out.sources[HEAD_PATH] = snap.head
+    out.bundles = dict(snap.bundles)
+
+
+def check_snapshot(
+    snap: Snapshot,
+    identity: str,
+    checker: RowChecker,
+    *,
+    seen: SeenHeads | None,
+    now: datetime | None = None,
+) -> StoreCheck:
+    """The rows and the set of ``snap`` (of the store named ``identity``)."""
+    base = checker.trust
+    if base is None:  # --no-verify: nothing checked, and every view says so
+        out = checker.check(snap.records)
+        _sources(out, snap)
+        return out
+    rotations, withdrawals, problems = _documents(snap)
+    trust, refused = with_rotations(base, rotations)
+    problems += [SetProblem("bad-document", why, ROTATIONS_DIR) for why in refused]
+    held = {item.path.split("/")[1] for item in snap.records if item.path.count("/") == 2}
+    state = check_head(
+        snap.head,
+        trust,
+        seen=seen,
+        identity=identity,
+        max_age_days=head_max_age_days(held),
+        has_documents=bool(snap.records or snap.documents),
+        now=now,
+    )
+    problems = [*state.problems, *problems]
+    vouched: set[str] = set()
+    unlisted: set[str] = set()
+    if state.sound:
+        found, vouched, unlisted = compare_set(state, [*snap.records, *snap.documents])
+        problems += found
+    row_checker = checker if trust == base else RowChecker(trust)
+    out = row_checker.check(
+        snap.records,
+        frozenset(snap.keys),
+        vouched=vouched,
+        head_key=state.head.key_id if state.head is not None and state.sound else None,
+        unlisted=unlisted,
+    )
+    out.trust = trust
+    for bad in out.bad:
+        if bad.path in unlisted:
+            who = f"{bad.team or '?'}/{bad.entry or '?'}"
+            problems.append(
+                SetProblem(
+                    "unlisted",
+                    f"row {who} ({bad.path}) is in the store but not in the signed head "
+                    f"v{state.head.version if state.head else 0}: added without the "
+                    "organizer's key; not counted",
+                    bad.path,
+                    bad.team,
+                    bad.entry,
+                )
+            )
+    for path in sorted(unlisted - {b.path for b in out.bad}):
+        problems.append(
+            SetProblem("unlisted", f"{path} is in the store but not in the signed head", path)
+        )
+    gone: dict[str, dict[str, Any]] = {}
+    for path, doc in withdrawals:
+        problem = _withdrawal_problem(path, doc, trust)
+        if problem is None:
+            gone.setdefault(str(doc["record_id"]), doc)
+        else:
+            problems.append(problem)
+    if gone:
+        out.withdrawn = [
+            Withdrawn(g, gone[str(g.record.get("record_id"))])
+            for g in out.good
+            if str(g.record.get("record_id")) in gone
+        ]
+        out.good = [g for g in out.good if str(g.record.get("record_id")) not in gone]
+    out.set_problems = problems
+    _sources(out, snap)
+    if state.head is not None and state.sound:
+        out.head = state.head.summary()
+        if state.remember and seen is not None:
+            seen.remember(identity, out.head, now_stamp(now))
+    return out
+
+
+def check_store(
+    store: Store,
+    trust: Trust | None,
+    *,
+    seen: SeenHeads | None = None,
+    now: datetime | None = None,
+) -> StoreCheck:
+    """Every row of ``store`` and its whole set. ``seen``: the viewer's memory of heads
+    (default: the user's cache)."""
+    return check_snapshot(
+        store.snapshot(),
+        store.identity,
+        RowChecker(trust),
+        seen=seen if seen is not None else SeenHeads(),
+        now=now or datetime.now(UTC),
+    )
+
+
+def verify_store(
+    store: Store, public_keys: list[Ed25519PublicKey], *, seen: SeenHeads | None = None
+) -> StoreCheck:
+    """Every row of ``store`` against exactly ``public_keys`` (for any challenge)."""
+    trust = Trust(tuple(TrustedKey(key_id(k), k, "given") for k in public_keys))
+    return check_store(store, trust, seen=seen)
