@@ -81,14 +81,14 @@ TPS_DIGITS = 3
 TPS_RANGE = (0.1, 1e6)
 #: the 95 % interval's half-width, relative to the median, rounded up onto this grid (%)
 CI_GRID = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
-#: the time a run finished, rounded up to this many seconds
-FINISHED_GRID_S = 600
-#: a failure's message keeps this many numbers; integers under 1000 as they are, others
-#: to 2 significant digits (and marked ``~``); the rest become ``...``
-FAILURE_NUMBERS = 2
-#: what one number of a failure's message may cost: 1000 integers and the 2-digit values
-#: from 1 to 1e12, or their ``~`` forms
-FAILURE_NUMBER_BITS = math.log2(1000 + 2 * 90 * 12)
+#: the time a run finished, rounded down to this many seconds (never before it started)
+FINISHED_GRID_S = 1800
+#: the numbers of a failure's message: integers under 1000 as they are, others to one
+#: significant digit (marked ``~``), as many as the report's budget leaves, the rest
+#: ``...``; one costs log2 of 1000 integers and the 1-digit values from 1 to 1e12
+FAILURE_NUMBER_BITS = math.log2(1000 + 9 * 12)
+#: findings the verdict words from the checks' public statuses alone (kept as they are)
+FROM_STATUSES = frozenset({"verdict.checks-missing"})
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
 _TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -183,12 +183,13 @@ def _time(value: str) -> datetime:
     return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
-def finished_public(finished: str) -> str:
-    """``finished`` rounded up to the next ``FINISHED_GRID_S`` (a time already on it
-    stays)."""
-    epoch = _time(finished).timestamp()
-    up = math.ceil(epoch / FINISHED_GRID_S) * FINISHED_GRID_S
-    return datetime.fromtimestamp(up, UTC).strftime(_TIME)
+def finished_public(finished: str, started: str) -> str:
+    """``finished`` rounded down to ``FINISHED_GRID_S``, but never before ``started``."""
+    end, start = _time(finished).timestamp(), _time(started).timestamp()
+    down = math.floor(end / FINISHED_GRID_S) * FINISHED_GRID_S
+    if down < start:
+        return started
+    return datetime.fromtimestamp(down, UTC).strftime(_TIME)
 
 
 def finished_values(evaluation_s: float) -> int:
@@ -256,17 +257,17 @@ def _round_number(token: str) -> str:
     x = float(token)
     if x == int(x) and abs(x) < 1000:
         return str(int(x))
-    return "~" + f"{significant(x, 2):g}"
+    return "~" + f"{significant(x, 1):g}"
 
 
-def rounded_message(text: str) -> str:
-    """``text`` with its first ``FAILURE_NUMBERS`` numbers rounded, the rest ``...``."""
+def rounded_message(text: str, keep: int) -> str:
+    """``text`` with its first ``keep`` numbers rounded, the rest ``...``."""
     seen = 0
 
     def sub(m: re.Match[str]) -> str:
         nonlocal seen
         seen += 1
-        return _round_number(m.group(0)) if seen <= FAILURE_NUMBERS else "..."
+        return _round_number(m.group(0)) if seen <= keep else "..."
 
     return _NUMBER.sub(sub, text)
 
@@ -313,7 +314,7 @@ def _public_findings(findings: list[dict[str, Any]], metrics: dict[str, Any]) ->
     out, seen = [], set()
     for f in findings:
         cid = f["check_id"]
-        if blind(cid):
+        if blind(cid) or cid in FROM_STATUSES:
             out.append(dict(f))
             continue
         if cid in seen:  # how many times it fired is the engine's to choose
@@ -345,10 +346,12 @@ def _public_stages(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def public_report(full: dict[str, Any]) -> dict[str, Any]:
-    """The public projection of a full report document (``report_id`` left to the builder):
-    every engine-made number on its grid, no check's details, no check's own words for what
-    it judged after the engine saw held-out data, no runtime counters."""
+def public_report(full: dict[str, Any], *, evaluation_s: float) -> dict[str, Any]:
+    """The public projection of a full report document (``report_id`` left to the builder)
+    of a challenge whose evaluation is limited to ``evaluation_s``: every engine-made number
+    on its grid, no check's details, no check's own words for what it judged after the
+    engine saw held-out data, no runtime counters; a failure's message keeps the numbers
+    the budget leaves room for."""
     metrics = _public_metrics(full.get("metrics") or {})
     doc = {k: v for k, v in full.items() if k not in ("runtime", "signature")}
     doc["kind"] = "podium.report"
@@ -365,10 +368,16 @@ def public_report(full: dict[str, Any]) -> dict[str, Any]:
     ]
     doc["findings"] = _public_findings(full.get("findings") or [], metrics)
     doc["stages"] = _public_stages(full.get("stages") or [])
+    doc["finished"] = finished_public(full["finished"], full["started"])
     failure = full.get("failure")
     if isinstance(failure, dict) and failure.get("stage") not in BLIND_STAGES:
-        doc["failure"] = {"stage": failure["stage"], "message": rounded_message(failure["message"])}
-    doc["finished"] = finished_public(full["finished"])
+        doc["failure"] = {
+            "stage": failure["stage"],
+            "message": rounded_message(failure["message"], 0),
+        }
+        spent = engine_bits(doc, evaluation_s=evaluation_s).number_bits
+        keep = max(0, math.floor((NUMBER_BITS - spent) / FAILURE_NUMBER_BITS + 1e-9))
+        doc["failure"]["message"] = rounded_message(failure["message"], keep)
     return doc
 
 
@@ -468,7 +477,9 @@ def _texts(doc: dict[str, Any], bits: Bits) -> None:
             bits.unaccounted.append(f"checks[{i}].summary")
             bits.numbers[f"checks[{i}].summary"] = 64.0
     for i, f in enumerate(doc.get("findings") or []):
-        if blind(f["check_id"]):
+        if f["check_id"] in FROM_STATUSES and numbers_in(f["message"]):
+            bits.numbers[f"findings[{i}].message"] = numbers_in(f["message"]) * FAILURE_NUMBER_BITS
+        if blind(f["check_id"]) or f["check_id"] in FROM_STATUSES:
             continue
         if f["message"] != public_text(f["check_id"], "fail", metrics) or f.get("where"):
             bits.unaccounted.append(f"findings[{i}].message")
@@ -511,7 +522,7 @@ def engine_bits(doc: dict[str, Any], *, evaluation_s: float) -> Bits:
     bits = Bits()
     _numbers(doc, bits)
     bits.numbers["finished"] = math.log2(finished_values(evaluation_s))
-    if doc.get("finished") != finished_public(doc["finished"]):
+    if doc.get("finished") != finished_public(doc["finished"], doc["started"]):
         bits.unaccounted.append("finished")
         bits.numbers["finished"] = 64.0
     _texts(doc, bits)

@@ -187,7 +187,7 @@ def build_evidence(run: RunRecord, *, verdict: str, finished: str) -> dict[str, 
 def public_of(evidence: dict[str, Any], spec: ChallengeSpec) -> dict[str, Any]:
     """The report of ``evidence``: its public projection, with its id, validated, and
     checked to carry no more engine-chosen bits than stated."""
-    doc = precision.public_report(evidence)
+    doc = precision.public_report(evidence, evaluation_s=spec.limits.evaluation_s)
     bits = precision.engine_bits(doc, evaluation_s=spec.limits.evaluation_s)
     if bits.unaccounted or bits.number_bits > precision.NUMBER_BITS:
         raise TooPrecise(
@@ -244,3 +244,11 @@ def read_evidence(report_path: Path, report: dict[str, Any]) -> dict[str, Any] |
     if not isinstance(evidence, dict) or evidence.get("report_id") != report.get("report_id"):
         return None
     return evidence
+
+
+def full_document(report_path: Path) -> dict[str, Any]:
+    """The fullest document there is for the report at ``report_path``: the organizer's
+    evidence beside it where it has one (calibration and benchmarks read every value),
+    else the report itself (one written before reports were projected)."""
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    return read_evidence(report_path, report) or report

@@ -117,6 +117,7 @@ def run_verification(
     result: dict[str, Any] = {
         "verdict": outcome.verdict,
         "report": str(outcome.report_path),
+        "evidence": str(outcome.evidence_path) if outcome.evidence_path else None,
         "signed": outcome.signed,
         "published": None,
     }
@@ -133,6 +134,12 @@ def run_verification(
             sig = Signature("unsigned", unsigned_because="no --key given (nor $PODIUM_SIGNING_KEY)")
         render_report(con, outcome.report, sig, max_cv=max_cv)
         con.print(f"report: {markup(outcome.report_path)}")
+        if outcome.evidence_path is not None:
+            con.print(
+                f"evidence: {markup(outcome.evidence_path)} (the organizer's: every value in "
+                "full, never to be published)",
+                style="dim",
+            )
         _print_published(con, result.get("published"))
         con.print(
             f"next: {markup(_next_step(outcome, result, self_check=self_check, source=source))}"
