@@ -159,17 +159,19 @@ def tps_public(value: float) -> float:
 TPS_VALUES = count_significant(*TPS_RANGE, TPS_DIGITS) + 1
 
 
-def half_width(median: float, ci: list[float]) -> int:
-    """The interval's larger distance from the median, in % rounded up onto ``CI_GRID``."""
-    if median <= 0:
-        return CI_GRID[-1]
-    wide = 100 * max(median - ci[0], ci[1] - median, 0.0) / median
-    return next((g for g in CI_GRID if g >= wide - 1e-9), CI_GRID[-1])
-
-
 def ci_public(median: float, width: int) -> list[float]:
     """The public interval: the public median widened by ``width`` % each side."""
     return [tps_public(median * (1 - width / 100)), tps_public(median * (1 + width / 100))]
+
+
+def half_width(median: float, ci: list[float]) -> int:
+    """The narrowest width on ``CI_GRID`` (%) whose public interval around the public
+    ``median`` holds the whole interval ``ci``."""
+    for g in CI_GRID:
+        lo, hi = ci_public(median, g)
+        if lo <= ci[0] + 1e-9 and hi >= ci[1] - 1e-9:
+            return g
+    return CI_GRID[-1]
 
 
 def speedup_public(median: float | None, baseline: Any) -> float | None:
@@ -299,7 +301,7 @@ def _public_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
             out["tps"]["median"] = median
             ci = tps.get("ci95")
             if isinstance(ci, list) and len(ci) == 2 and all(v is not None for v in ci):
-                out["tps"]["ci95"] = ci_public(median, half_width(float(tps["median"]), ci))
+                out["tps"]["ci95"] = ci_public(median, half_width(median, ci))
     elif "tps" in metrics:
         out["tps"] = None
     for k in ("reported_tps", "baseline_tps"):
