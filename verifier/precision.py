@@ -90,7 +90,7 @@ FAILURE_NUMBER_BITS = math.log2(1000 + 9 * 12)
 #: findings the verdict words from the checks' public statuses alone (kept as they are)
 FROM_STATUSES = frozenset({"verdict.checks-missing"})
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.])(?<!HTTP/)\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
 _TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 _STATUS_WORDS = {
     "pass": "",
