@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas.check_ids import declared
+from schemas.check_ids import CATALOG, declared
 
 #: the bound on the number bits one public report may carry (checked before signing)
 NUMBER_BITS = 32.0
@@ -213,6 +213,12 @@ def blind(check_id: str) -> bool:
     return check_id in VERIFIER_CHECKS or _phase(check_id) in BLIND_PHASES
 
 
+def blind_finding(finding: dict[str, Any]) -> bool:
+    """Whether a finding's words are made before any held-out request: its id's phase is,
+    and it is not a challenge rule seen in what the engine reported at run time."""
+    return blind(finding["check_id"]) and finding.get("where") != "runtime"
+
+
 def _fmt(x: float | None) -> str:
     return "undefined" if x is None else f"{x:g}"
 
@@ -248,8 +254,8 @@ def public_text(check_id: str, status: str, metrics: dict[str, Any]) -> str:
     if said is not None:
         return said
     info = declared(check_id)
-    if info is None:
-        return check_id
+    if info is None:  # a challenge's rule, seen in what the engine ran with
+        return "the engine ran with a setting the challenge forbids"
     if not info.check:  # a finding's doc names the violation itself
         return info.doc
     return _STATUS_WORDS.get(status, f"{status}: ") + CLAIMS.get(check_id, info.doc)
@@ -316,7 +322,7 @@ def _public_findings(findings: list[dict[str, Any]], metrics: dict[str, Any]) ->
     out, seen = [], set()
     for f in findings:
         cid = f["check_id"]
-        if blind(cid) or cid in FROM_STATUSES:
+        if blind_finding(f) or cid in FROM_STATUSES:
             out.append(dict(f))
             continue
         if cid in seen:  # how many times it fired is the engine's to choose
@@ -329,7 +335,8 @@ def _public_findings(findings: list[dict[str, Any]], metrics: dict[str, Any]) ->
                 "severity": f["severity"],
                 "message": public_text(cid, "fail", metrics),
                 "hint": hint if hint and not numbers_in(hint) else None,
-                "where": None,
+                # "runtime" (podium's word) tells a rule seen at run time from one at intake
+                "where": "runtime" if f.get("where") == "runtime" else None,
             }
         )
     return out
@@ -481,9 +488,10 @@ def _texts(doc: dict[str, Any], bits: Bits) -> None:
     for i, f in enumerate(doc.get("findings") or []):
         if f["check_id"] in FROM_STATUSES and numbers_in(f["message"]):
             bits.numbers[f"findings[{i}].message"] = numbers_in(f["message"]) * FAILURE_NUMBER_BITS
-        if blind(f["check_id"]) or f["check_id"] in FROM_STATUSES:
+        if blind_finding(f) or f["check_id"] in FROM_STATUSES:
             continue
-        if f["message"] != public_text(f["check_id"], "fail", metrics) or f.get("where"):
+        where = f.get("where") not in (None, "runtime")
+        if f["message"] != public_text(f["check_id"], "fail", metrics) or where:
             bits.unaccounted.append(f"findings[{i}].message")
             bits.numbers[f"findings[{i}].message"] = 64.0
         if f.get("hint") and numbers_in(f["hint"]):
@@ -498,17 +506,16 @@ def _texts(doc: dict[str, Any], bits: Bits) -> None:
             bits.numbers["failure.message"] = n * FAILURE_NUMBER_BITS
 
 
-def _outcome(doc: dict[str, Any], bits: Bits) -> None:
+def _outcome(doc: dict[str, Any], bits: Bits, rules: int) -> None:
     bits.outcome["verdict"] = 2.0
     judged = [c for c in doc.get("checks") or [] if not blind(c["id"])]
     if judged:
         bits.outcome["checks (status)"] = 2.0 * len(judged)
-    raised = {f["check_id"] for f in doc.get("findings") or [] if not blind(f["check_id"])}
+    raised = {f["check_id"] for f in doc.get("findings") or [] if not blind_finding(f)}
     if raised:
-        from schemas.check_ids import CATALOG
-
+        # of the ids judged after the first held-out request, and the challenge's rules
         judged_ids = [i for i in CATALOG if not blind(i)]
-        bits.outcome["findings (which)"] = len(raised) * math.log2(len(judged_ids) + 1)
+        bits.outcome["findings (which)"] = len(raised) * math.log2(len(judged_ids) + rules + 1)
     post = [s for s in doc.get("stages") or [] if s["name"] not in BLIND_STAGES]
     bits.outcome["stages (all ok or not)"] = 1.0
     if any(s["status"] != "ok" for s in post):
@@ -517,10 +524,11 @@ def _outcome(doc: dict[str, Any], bits: Bits) -> None:
         bits.outcome["failure (stage)"] = math.log2(len(STAGE_NAMES))
 
 
-def engine_bits(doc: dict[str, Any], *, evaluation_s: float) -> Bits:
+def engine_bits(doc: dict[str, Any], *, evaluation_s: float, rules: int = 0) -> Bits:
     """An upper bound of the bits the engine chose in the public report ``doc``, for a
-    challenge whose evaluation is limited to ``evaluation_s``: see the module docstring
-    and ``docs/measurement.md`` for what is counted and how."""
+    challenge whose evaluation is limited to ``evaluation_s`` and that forbids ``rules``
+    settings: see the module docstring and ``docs/measurement.md`` for what is counted
+    and how."""
     bits = Bits()
     _numbers(doc, bits)
     bits.numbers["finished"] = math.log2(finished_values(evaluation_s))
@@ -528,5 +536,5 @@ def engine_bits(doc: dict[str, Any], *, evaluation_s: float) -> Bits:
         bits.unaccounted.append("finished")
         bits.numbers["finished"] = 64.0
     _texts(doc, bits)
-    _outcome(doc, bits)
+    _outcome(doc, bits, rules)
     return bits

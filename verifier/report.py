@@ -188,7 +188,9 @@ def public_of(evidence: dict[str, Any], spec: ChallengeSpec) -> dict[str, Any]:
     """The report of ``evidence``: its public projection, with its id, validated, and
     checked to carry no more engine-chosen bits than stated."""
     doc = precision.public_report(evidence, evaluation_s=spec.limits.evaluation_s)
-    bits = precision.engine_bits(doc, evaluation_s=spec.limits.evaluation_s)
+    bits = precision.engine_bits(
+        doc, evaluation_s=spec.limits.evaluation_s, rules=len(spec.engine.forbidden)
+    )
     if bits.unaccounted or bits.number_bits > precision.NUMBER_BITS:
         raise TooPrecise(
             f"the public report would carry {bits.number_bits:.1f} bits of engine-chosen "

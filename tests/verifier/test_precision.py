@@ -311,3 +311,19 @@ def test_the_projection_of_a_projection_is_itself() -> None:
     assert {k: v for k, v in again.items() if k != "report_id"} == {
         k: v for k, v in doc.items() if k != "report_id"
     }
+
+
+def test_a_rule_seen_at_run_time_is_said_in_podium_words_and_one_at_intake_as_it_was() -> None:
+    seen = "raw logits (--logprobs-mode raw_logits, 12 args) (seen at run time in vLLM's arguments)"
+    findings = [
+        Finding("engine.logprobs-mode", "error", seen, where="runtime"),
+        Finding("engine.precache", "error", "PRECACHE_BENCH=1 is forbidden", where="podium.toml"),
+    ]
+    doc, evidence = documents("REJECTED", findings=findings)
+    assert evidence["findings"][0]["message"] == seen
+    runtime, intake = doc["findings"]
+    assert runtime["message"] == "the engine ran with a setting the challenge forbids"
+    assert runtime["where"] == "runtime"
+    assert intake == {**findings[1].to_dict()}
+    bits = engine_bits(doc, evaluation_s=SPEC.limits.evaluation_s, rules=4)
+    assert bits.outcome["findings (which)"] == pytest.approx(math.log2(20 + 4 + 1))
