@@ -34,7 +34,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas.check_ids import CATALOG, declared
+from schemas.check_ids import (
+    CATALOG,
+    PPL_CAP,
+    REFERENCE_SELF_TEST,
+    TPS_PROMPT_MISMATCH,
+    TPS_REPRODUCTION,
+    TPS_UNSTABLE,
+    VERDICT_CHECKS_MISSING,
+    declared,
+)
 
 #: the bound on the number bits one public report may carry (checked before signing)
 NUMBER_BITS = 32.0
@@ -42,7 +51,7 @@ NUMBER_BITS = 32.0
 #: phases whose ids are emitted before the engine sees anything held out: kept verbatim
 BLIND_PHASES = frozenset({"submission", "intake", "environment", "rebuild"})
 #: checks made by the verifier alone, on its own machine, before any held-out request
-VERIFIER_CHECKS = frozenset({"reference.self-test"})
+VERIFIER_CHECKS = frozenset({REFERENCE_SELF_TEST})
 #: stages that end before the engine's first held-out request: their seconds are kept
 BLIND_STAGES = frozenset(
     {
@@ -88,7 +97,7 @@ FINISHED_GRID_S = 1800
 #: ``...``; one costs log2 of 1000 integers and the 1-digit values from 1 to 1e12
 FAILURE_NUMBER_BITS = math.log2(1000 + 9 * 12)
 #: findings the verdict words from the checks' public statuses alone (kept as they are)
-FROM_STATUSES = frozenset({"verdict.checks-missing"})
+FROM_STATUSES = frozenset({VERDICT_CHECKS_MISSING})
 
 _NUMBER = re.compile(r"(?<![\w.])(?<!HTTP/)\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
 _TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -227,11 +236,11 @@ def headline(check_id: str, status: str, metrics: dict[str, Any]) -> str | None:
     """The words of the two checks a reader reads numbers in, from public values only."""
     ppl = metrics.get("ppl") or {}
     tps = metrics.get("tps") or {}
-    if check_id == "ppl.cap" and status in ("pass", "fail") and "cap" in ppl:
+    if check_id == PPL_CAP and status in ("pass", "fail") and "cap" in ppl:
         op = "<=" if status == "pass" else ">"
         return f"PPL {_fmt(ppl.get('value'))} {op} cap {ppl['cap']:g}"
     reported = metrics.get("reported_tps")
-    if check_id == "tps.reproduction" and status in ("pass", "fail") and reported:
+    if check_id == TPS_REPRODUCTION and status in ("pass", "fail") and reported:
         word = "within" if status == "pass" else "not within"
         return (
             f"blind median TPS {_fmt(tps.get('median'))} is {word} the challenge's tolerance "
@@ -242,8 +251,8 @@ def headline(check_id: str, status: str, metrics: dict[str, Any]) -> str | None:
 
 #: what a check holds when it passes, where the catalogue's line names the violation
 CLAIMS = {
-    "tps.unstable": "the timed trials agree within the challenge's bound",
-    "tps.prompt-mismatch": "the prompt ids the engine reports are the verifier's own rendering",
+    TPS_UNSTABLE: "the timed trials agree within the challenge's bound",
+    TPS_PROMPT_MISMATCH: "the prompt ids the engine reports are the verifier's own rendering",
 }
 
 
