@@ -29,6 +29,9 @@ from podium.untrusted import markup
 VERIFY_HELP = """\
 Verify BUNDLE blind: rebuild its image without cache, run it in the sandbox, measure
 PPL and TPS on the held-out set, run the integrity checks, write a signed report.
+The report (report.json in --out: what participants and the board see) gives every
+engine-made number rounded; the full values and every check's details are the
+organizer's, in organizer/evidence.json beside it, as is the engine's log (engine.log).
 
 Verdicts and exit codes: VERIFIED 0, UNOFFICIAL 0 (off-spec hardware or runner),
 REJECTED 1 (a rule broken), FAILED 3 (could not evaluate).
