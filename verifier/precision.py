@@ -72,6 +72,7 @@ STAGE_NAMES = BLIND_STAGES | {
     "evaluation",
     "checks",
     "harness",
+    "runtime",
     "stop",
     "cleanup",
     "reference",
