@@ -328,8 +328,19 @@ def _public_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _order(check_id: str) -> int:
+    """Where an id stands in the catalogue (a challenge's rules after every declared id)."""
+    return _ORDER.get(check_id, len(_ORDER))
+
+
+_ORDER = {cid: i for i, cid in enumerate(CATALOG)}
+
+
 def _public_findings(findings: list[dict[str, Any]], metrics: dict[str, Any]) -> list[Any]:
-    out, seen = [], set()
+    """Findings made before the first held-out request as they are, in their order; the
+    rest once per id, in the catalogue's order (the order they fired in is the engine's
+    to choose), in podium's words."""
+    out, seen, judged = [], set(), []
     for f in findings:
         cid = f["check_id"]
         if blind_finding(f) or cid in FROM_STATUSES:
@@ -339,7 +350,7 @@ def _public_findings(findings: list[dict[str, Any]], metrics: dict[str, Any]) ->
             continue
         seen.add(cid)
         hint = f.get("hint")
-        out.append(
+        judged.append(
             {
                 "check_id": cid,
                 "severity": f["severity"],
@@ -349,7 +360,7 @@ def _public_findings(findings: list[dict[str, Any]], metrics: dict[str, Any]) ->
                 "where": "runtime" if f.get("where") == "runtime" else None,
             }
         )
-    return out
+    return out + sorted(judged, key=lambda f: (_order(f["check_id"]), f["check_id"]))
 
 
 def _public_stages(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -495,6 +506,14 @@ def _texts(doc: dict[str, Any], bits: Bits) -> None:
         if not blind(c["id"]) and c["summary"] != public_text(c["id"], c["status"], metrics):
             bits.unaccounted.append(f"checks[{i}].summary")
             bits.numbers[f"checks[{i}].summary"] = 64.0
+    judged = [
+        f["check_id"]
+        for f in doc.get("findings") or []
+        if not (blind_finding(f) or f["check_id"] in FROM_STATUSES)
+    ]
+    if judged != sorted(judged, key=lambda c: (_order(c), c)) or len(set(judged)) < len(judged):
+        bits.unaccounted.append("findings (order)")
+        bits.numbers["findings (order)"] = 64.0
     for i, f in enumerate(doc.get("findings") or []):
         if f["check_id"] in FROM_STATUSES and numbers_in(f["message"]):
             bits.numbers[f"findings[{i}].message"] = numbers_in(f["message"]) * FAILURE_NUMBER_BITS
