@@ -55,7 +55,8 @@ def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
         reference=reference_runner,
     )
     started = time.perf_counter()
-    report = verify(req).report
+    done = verify(req)
+    report = done.evidence or done.report  # the organizer's evidence: every value in full
     wall = time.perf_counter() - started
     stages = {s["name"]: s["seconds"] for s in report["stages"]}
     tps = report["metrics"].get("tps") or {}

@@ -317,7 +317,9 @@ def verify_row(row: Row, where: Path) -> dict[str, Any]:
     wall_s = time.perf_counter() - t0
     log = where / "out" / "engine.log"
     text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
-    return {"report": outcome.report, "wall_s": wall_s, "stats": cheat_stats(text), "log": text}
+    # the organizer's evidence: every check's details at full precision (the report has none)
+    report = outcome.evidence or outcome.report
+    return {"report": report, "wall_s": wall_s, "stats": cheat_stats(text), "log": text}
 
 
 def cheat_stats(log: str) -> dict[str, int] | None:
@@ -695,6 +697,8 @@ def _from_keep(
     keep: Path, previous: dict[str, Any], model_ppl: float, cap: float
 ) -> list[dict[str, Any]]:
     """The results' rows re-summarised from the reports and logs kept under ``keep``."""
+    from verifier.report import full_document
+
     old = {s["name"]: s for s in previous["rows"]}
     out = []
     for row in rows():
@@ -703,7 +707,7 @@ def _from_keep(
             if row.name in old:
                 out.append(old[row.name])
             continue
-        report = json.loads((where / "report.json").read_text(encoding="utf-8"))
+        report = full_document(where / "report.json")
         log = where / "engine.log"
         text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
         before = old.get(row.name, {})

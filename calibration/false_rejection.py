@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         reference=reference_runner,
                     )
                 )
-                report = out.report
+                report = out.evidence or out.report  # the organizer's: every value in full
                 row = {
                     "run": i,
                     "verdict": out.verdict,

@@ -227,7 +227,9 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
     report_path = out / "report.json"
     if not report_path.is_file():
         raise RuntimeError(f"{row.name}: no report (exit {done.returncode}): {done.stderr[-800:]}")
-    report = json.loads(report_path.read_text(encoding="utf-8"))
+    from verifier.report import full_document
+
+    report = full_document(report_path)  # the organizer's evidence: every value in full
     log = out / "engine.log"
     text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
     quality = json.loads(spec.read_text())["quality"]

@@ -37,7 +37,8 @@ class CheckResult(Contract):
 class Stage(Contract):
     name: str
     status: str  # ok | failed | skipped
-    seconds: float
+    #: None in a public report for the stages the engine could time (see the schema)
+    seconds: float | None = None
     note: str | None = None
 
 
@@ -74,6 +75,7 @@ class Report(Contract):
     heldout: dict[str, Any] | None = None
     failure: Failure | None = None
     organizer_log: str | None = None
+    organizer_evidence: str | None = None
     signature: dict[str, Any] | None = field(default=None)
 
     @classmethod

@@ -17,8 +17,9 @@ podium's words, never a hang and never a partial result: the report is written (
 organizer sees why), but only a complete, signed report is published. The engine's own
 words (its output, the error bodies it answered) may carry the held-out text it was sent,
 so they go to the organizer's log beside the report (``ORGANIZER_LOG``), which the report
-names and never carries. Containers, networks and
-processes are removed in every case, Ctrl-C included.
+names and never carries; what the run measured, at full precision, goes to the organizer's
+evidence (``ORGANIZER_EVIDENCE``), of which the report is the rounded public projection.
+Containers, networks and processes are removed in every case, Ctrl-C included.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from verifier.fingerprint import clean_gpu_findings, hardware_findings, take_fin
 from verifier.harness.render import TokenizerRenderer
 from verifier.harness.run import HarnessResult
 from verifier.intake import Intake, intake
-from verifier.report import RunRecord, build_report, now_iso, sign_report, write_report
+from verifier.report import RunRecord, build_documents, now_iso, sign_report, write_report
 from verifier.runners.base import EngineHandle, ReferenceRunner, Runner
 from verifier.verdict import decide, missing_checks, required_checks
 from verifier.weights import pinned_drafter, pinned_model
@@ -70,6 +71,9 @@ from verifier.weights import pinned_drafter, pinned_model
 #: the organizer's log, beside the report: the engine's output (its last MiB) and, after
 #: it, what the engine answered when the run failed; named by the report, never signed
 ORGANIZER_LOG = "engine.log"
+#: the organizer's evidence, beside the report: the full document the report is the public
+#: projection of (every check's details and words, every trial); named, never signed
+ORGANIZER_EVIDENCE = "organizer/evidence.json"
 
 #: how the verifier's reference engine is started: given the spec's reference settings
 ReferenceFactory = Callable[[ReferenceEngine, DeclaredModel], ReferenceRunner]
@@ -97,10 +101,15 @@ class VerifyRequest:
 
 @dataclass
 class Outcome:
+    #: the public report (what a participant, a queue and a board see)
     report: dict[str, Any]
     report_path: Path
     verdict: str
     signed: bool
+    #: the organizer's evidence behind it: every value at full precision (calibration,
+    #: benchmarks and the organizer read this; None where the caller had only a report)
+    evidence: dict[str, Any] | None = None
+    evidence_path: Path | None = None
 
 
 class _Run:
@@ -148,7 +157,7 @@ class _Run:
     def rest(self, name: str, since: float, first: int, note: str) -> None:
         """Record as stage ``name`` the part of the time since ``since`` that the stages
         from index ``first`` on do not cover: a callee's own set-up and teardown."""
-        covered = sum(s.seconds for s in self.record.stages[first:])
+        covered = sum(s.seconds or 0.0 for s in self.record.stages[first:])
         seconds = round(max(time.perf_counter() - since - covered, 0.0), 3)
         self.record.stages.append(Stage(name, "ok", seconds, note))
         self.ev.stage(name, "ok", f"{seconds:.1f} s: {note}")
@@ -626,15 +635,19 @@ def _finish(run: _Run) -> Outcome:
         rec.organizer_log = ORGANIZER_LOG
     # the report's wall time ends here: building, signing and writing it follow (ms)
     rec.stages.append(Stage("verdict", "ok", round(time.perf_counter() - t0, 3)))
-    doc = build_report(rec, verdict=verdict, finished=now_iso())
+    rec.organizer_evidence = ORGANIZER_EVIDENCE
+    doc, evidence = build_documents(rec, verdict=verdict, finished=now_iso())
     signed = False
     if req.key is not None:
         doc = sign_report(doc, req.key)
         signed = True
+    evidence_path = write_report(evidence, req.out_dir / ORGANIZER_EVIDENCE)
     path = write_report(doc, req.out_dir / "report.json")
     return Outcome(
         report=doc,
         report_path=path,
         verdict=verdict,
         signed=signed,
+        evidence=evidence,
+        evidence_path=evidence_path,
     )

@@ -1,17 +1,22 @@
 """The one builder of a verification report, its signature and its file.
 
 A report is built from a ``RunRecord`` (everything one verification collected) and from
-nothing else, wherever the run ended: rejected at intake, failed at any stage, or judged
-to the end. It binds the result to the bundle digest, the image id, the held-out set's
-digests (never its content), the hardware fingerprint, the seeds that placed and sampled
-the checks, and the toolkit version. What a run did not reach is absent (``image`` and
-``heldout`` null, ``environment`` null before the fingerprint was taken), never a
-placeholder. Nothing the engine wrote or answered is in it (a failure is described in
-podium's words); the engine's own output is in the organizer's log beside it, which the
-report names but does not sign. Every finding and check id in it must be declared in
+nothing else, wherever the run ended: rejected at intake, failed at any stage, or judged to
+the end. It binds the result to the bundle digest, the image id, the held-out set's digests
+(never its content), the hardware fingerprint, the seeds that placed and sampled the
+checks, and the toolkit version. What the run measured is built once, in full, as the
+organizer's evidence (every check's details and words, every trial, the engine's runtime
+counters); the report is its public projection (``verifier.precision``): each engine-made
+number on a grid, no per-record or per-trial list, so that a report carries at most
+``precision.NUMBER_BITS`` bits of numbers the engine chose, checked before signing. What a
+run did not reach is absent (``image`` and ``heldout`` null, ``environment`` null before
+the fingerprint was taken), never a placeholder. Nothing the engine wrote or answered is in
+it (a failure is described in podium's words); the engine's own output is in the
+organizer's log beside it, and the full evidence in ``organizer/evidence.json``: the report
+names both and signs neither. Every finding and check id in it must be declared in
 ``schemas.check_ids`` (or be a rule of the challenge), and the document is validated
-against ``report.schema.json`` before it is signed; an invalid report is a bug and is
-never signed.
+against ``report.schema.json`` before it is signed; an invalid report is a bug and is never
+signed.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from schemas.check_ids import declared
 from schemas.findings import Finding
 from schemas.report import CheckResult, Failure, Stage
 from schemas.validate import validate
+from verifier import precision
 
 if TYPE_CHECKING:
     from verifier.fingerprint import Fingerprint
@@ -80,10 +86,17 @@ class RunRecord:
     runtime: dict[str, Any] | None = None
     #: the organizer's log beside the report (a file name), once the run wrote one
     organizer_log: str | None = None
+    #: the organizer's evidence beside the report (a path relative to its folder)
+    organizer_evidence: str | None = None
 
 
 class UndeclaredCheckId(AssertionError):
     """A report names a check id that ``schemas.check_ids`` does not declare: a bug."""
+
+
+class TooPrecise(AssertionError):
+    """A public report would carry more engine-chosen bits than stated, or a number the
+    accountant knows no grid for: a bug, never signed."""
 
 
 def _check_ids(run: RunRecord) -> None:
@@ -135,13 +148,13 @@ def _image(run: RunRecord) -> dict[str, Any] | None:
     return {**run.image.to_dict(), "context_sha256": run.intake.bundle_sha256}
 
 
-def build_report(run: RunRecord, *, verdict: str, finished: str | None = None) -> dict[str, Any]:
-    """The report document of ``run`` with ``verdict``, validated (not yet signed)."""
+def build_evidence(run: RunRecord, *, verdict: str, finished: str) -> dict[str, Any]:
+    """Everything ``run`` measured, at full precision: the organizer's, never published."""
     _check_ids(run)
     spec = run.spec
     doc: dict[str, Any] = {
         "schema_version": 1,
-        "kind": "podium.report",
+        "kind": "podium.evidence",
         "report_id": "",
         "verdict": verdict,
         "mode": run.mode,
@@ -158,7 +171,7 @@ def build_report(run: RunRecord, *, verdict: str, finished: str | None = None) -
         "seeds": dict(run.seeds),
         "toolkit": {"name": "podium", "version": __version__, "git_sha": toolkit_git_sha()},
         "started": run.started,
-        "finished": finished or now_iso(),
+        "finished": finished,
     }
     if run.runner is not None:
         doc["runner"] = run.runner
@@ -166,13 +179,45 @@ def build_report(run: RunRecord, *, verdict: str, finished: str | None = None) -
         doc["runtime"] = run.runtime
     if run.organizer_log is not None:
         doc["organizer_log"] = run.organizer_log
-    doc = json_safe(doc)
+    if run.organizer_evidence is not None:
+        doc["organizer_evidence"] = run.organizer_evidence
+    return json_safe(doc)
+
+
+def public_of(evidence: dict[str, Any], spec: ChallengeSpec) -> dict[str, Any]:
+    """The report of ``evidence``: its public projection, with its id, validated, and
+    checked to carry no more engine-chosen bits than stated."""
+    doc = precision.public_report(evidence, evaluation_s=spec.limits.evaluation_s)
+    bits = precision.engine_bits(
+        doc, evaluation_s=spec.limits.evaluation_s, rules=len(spec.engine.forbidden)
+    )
+    if bits.unaccounted or bits.number_bits > precision.NUMBER_BITS:
+        raise TooPrecise(
+            f"the public report would carry {bits.number_bits:.1f} bits of engine-chosen "
+            f"numbers (at most {precision.NUMBER_BITS:g}); no grid for {bits.unaccounted}"
+        )
     # The id is derived from everything but itself: the same run always has the same id.
     doc["report_id"] = sha256_bytes(
         canonical_json({k: v for k, v in doc.items() if k != "report_id"})
     )[:32]
     validate("report", doc, file="<report>")
     return doc
+
+
+def build_documents(
+    run: RunRecord, *, verdict: str, finished: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report of ``run`` with ``verdict`` (validated, not yet signed) and the
+    organizer's evidence behind it (which names the report's id)."""
+    evidence = build_evidence(run, verdict=verdict, finished=finished or now_iso())
+    doc = public_of(evidence, run.spec)
+    evidence["report_id"] = doc["report_id"]
+    return doc, evidence
+
+
+def build_report(run: RunRecord, *, verdict: str, finished: str | None = None) -> dict[str, Any]:
+    """The report document of ``run`` with ``verdict``, validated (not yet signed)."""
+    return build_documents(run, verdict=verdict, finished=finished)[0]
 
 
 def sign_report(doc: dict[str, Any], keypair: KeyPair) -> dict[str, Any]:
@@ -183,5 +228,29 @@ def sign_report(doc: dict[str, Any], keypair: KeyPair) -> dict[str, Any]:
 
 def write_report(doc: dict[str, Any], path: Path) -> Path:
     """Write atomically so a crash never leaves half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     return path
+
+
+def read_evidence(report_path: Path, report: dict[str, Any]) -> dict[str, Any] | None:
+    """The organizer's evidence behind ``report`` (read from beside ``report_path``), or
+    None where the report names none or it is not there; one of another report is None."""
+    name = report.get("organizer_evidence")
+    if not isinstance(name, str):
+        return None
+    path = report_path.parent / name
+    if not path.is_file():
+        return None
+    evidence = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(evidence, dict) or evidence.get("report_id") != report.get("report_id"):
+        return None
+    return evidence
+
+
+def full_document(report_path: Path) -> dict[str, Any]:
+    """The fullest document there is for the report at ``report_path``: the organizer's
+    evidence beside it where it has one (calibration and benchmarks read every value),
+    else the report itself (one written before reports were projected)."""
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    return read_evidence(report_path, report) or report

@@ -30,6 +30,9 @@ from podium.untrusted import markup
 VERIFY_HELP = """\
 Verify BUNDLE blind: rebuild its image without cache, run it in the sandbox, measure
 PPL and TPS on the held-out set, run the integrity checks, write a signed report.
+The report (report.json in --out: what participants and the board see) gives every
+engine-made number rounded; the full values and every check's details are the
+organizer's, in organizer/evidence.json beside it, as is the engine's log (engine.log).
 
 Verdicts and exit codes: VERIFIED 0, UNOFFICIAL 0 (off-spec hardware or runner),
 REJECTED 1 (a rule broken), FAILED 3 (could not evaluate).
@@ -147,6 +150,7 @@ def run_verification(
     result: dict[str, Any] = {
         "verdict": outcome.verdict,
         "report": str(outcome.report_path),
+        "evidence": str(outcome.evidence_path) if outcome.evidence_path else None,
         "signed": outcome.signed,
         "published": None,
     }
@@ -167,6 +171,12 @@ def run_verification(
         )
         render_report(con, outcome.report, sig, max_cv=max_cv, details=details, more=more)
         con.print(f"report: {markup(outcome.report_path)}")
+        if outcome.evidence_path is not None:
+            con.print(
+                f"evidence: {markup(outcome.evidence_path)} (the organizer's: every value in "
+                "full, never to be published)",
+                style="dim",
+            )
         _print_published(con, result.get("published"))
         con.print(
             f"next: {markup(_next_step(outcome, result, self_check=self_check, source=source))}"

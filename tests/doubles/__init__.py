@@ -11,7 +11,8 @@ Two forms of each cheat exist where they can:
   report, a declaration or a withheld top might buy), ``decode``
   (``integrity.reference-decode``, ``integrity.same-path``), ``replay``
   (``integrity.caching``), ``counts`` (``integrity.lengths``, ``tps.usage-mismatch``),
-  ``robustness`` (``integrity.isolation``, FAILED runs) and ``honest`` (the yardsticks);
+  ``robustness`` (``integrity.isolation``, FAILED runs), ``covert`` (an engine that hides
+  held-out data in its numbers; ``verifier.precision``) and ``honest`` (the yardsticks);
 - a *fake* switch, a field of ``doubles.fake_engine.Misbehave``: the arithmetic fake
   engine over HTTP, for fast tests of one check.
 
@@ -101,6 +102,8 @@ CATALOGUE: dict[str, Double] = {
     "NoTokenIds": Double(("tps.token-count",), switches=("no_token_ids",)),
     "OutOfVocab": Double(("tps.token-invalid",), switches=("out_of_vocab",)),
     "SpeedJumps": Double(("tps.unstable",), switches=("slow_every",)),
+    # covert channels: it cheats no check, it tries to carry held-out data out
+    "Covert": Double((), "covert"),
     # robustness
     "Escape": Double(("integrity.isolation",), "robustness"),
     "Crash": Double((), "robustness", ("crash_after",)),

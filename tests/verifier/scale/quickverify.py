@@ -21,8 +21,8 @@ from pathlib import Path
 
 from schemas.report import Stage
 from verifier.intake import intake
-from verifier.pipeline import Outcome, VerifyRequest
-from verifier.report import RunRecord, build_report, now_iso, sign_report, write_report
+from verifier.pipeline import ORGANIZER_EVIDENCE, Outcome, VerifyRequest
+from verifier.report import RunRecord, build_documents, now_iso, sign_report, write_report
 
 
 def quick_verify(req: VerifyRequest, *, ledger: Path, delay_s: float = 0.0) -> Outcome:
@@ -43,19 +43,28 @@ def quick_verify(req: VerifyRequest, *, ledger: Path, delay_s: float = 0.0) -> O
             intake=it,
             metrics={"ppl": None, "tps": None, "reported_tps": req.reported_tps},
             stages=[stage],
+            organizer_evidence=ORGANIZER_EVIDENCE,
         )
-        doc = build_report(record, verdict="UNOFFICIAL")
+        doc, evidence = build_documents(record, verdict="UNOFFICIAL")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert req.key is not None
     doc = sign_report(doc, req.key)
     path = write_report(doc, req.out_dir / "report.json")
+    evidence_path = write_report(evidence, req.out_dir / ORGANIZER_EVIDENCE)
     entry = {"reported_tps": req.reported_tps, "pid": os.getpid(), "report": doc["report_id"]}
     line = json.dumps(entry)
     with open(ledger, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         fh.write(line + "\n")
-    return Outcome(report=doc, report_path=path, verdict=doc["verdict"], signed=True)
+    return Outcome(
+        report=doc,
+        report_path=path,
+        verdict=doc["verdict"],
+        signed=True,
+        evidence=evidence,
+        evidence_path=evidence_path,
+    )
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ replaced at that seam only (a registry reference stands for the pushed image).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -59,7 +60,10 @@ def play_harness(hub: FakeHub, bundle: Path, keypair: KeyPair, tmp: Path) -> Non
                 key=keypair,
             )
             outcome = quick_verify(req, ledger=tmp / "ledger.jsonl")
-            hub.set_job(job.id, "COMPLETED", ["harness starting", *J.report_lines(outcome.report)])
+            assert outcome.evidence is not None
+            lines = J.report_lines(outcome.report)
+            lines += J.report_lines(outcome.evidence, J.EVIDENCE_MARK)
+            hub.set_job(job.id, "COMPLETED", ["harness starting", *lines])
 
         threading.Thread(target=finish, daemon=True).start()
 
@@ -118,6 +122,11 @@ def test_dispatch_runs_a_server_and_a_harness_job_per_request(
         assert mounts["/queue"]["type"] == "dataset"
         assert server.stage == "CANCELED" and harness.stage == "COMPLETED"
         assert Path(res["logs"]["harness"]).read_text().startswith("harness starting")
+        # the organizer's evidence came back beside the dispatcher's copy of the report
+        kept = Path(res["logs"]["report"])
+        evidence = json.loads((kept.parent / "organizer" / "evidence.json").read_text())
+        report = json.loads(kept.read_text())
+        assert evidence["report_id"] == res["report_id"] == report["report_id"]
         assert len(res["record_ids"]) == 1
     assert len(LocalStore(tmp_path / "results").list_records()) == 2
 

@@ -179,6 +179,11 @@ class Dispatcher:
             return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra)
         path = write_report(report, work / "report.json")
         outcome = Outcome(report=report, report_path=path, verdict=report["verdict"], signed=True)
+        evidence = J.report_from_logs(logs["harness_lines"], J.EVIDENCE_MARK)
+        named = report.get("organizer_evidence")
+        if evidence is not None and evidence.get("report_id") == report["report_id"] and named:
+            outcome.evidence = evidence
+            outcome.evidence_path = write_report(evidence, work / str(named))
         return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say, extra)
 
     def _adopt(self, rid: str) -> tuple[str, str, str] | None:

@@ -4,8 +4,9 @@ The ordinary pipeline with the ``hf-jobs`` runner: intake of the bundle (read fr
 queue, mounted read-only), the held-out set (mounted read-only), PPL, TPS and the
 checks against the server job at ``server_url``, the reference engine (podium's own,
 inside this job), the verdict, a report signed with the key given as a secret. The
-signed report is written to ``out`` and printed as ``PODIUM-REPORT`` lines, which is
-how it travels back to the dispatcher through the Jobs log API.
+signed report is written to ``out`` and printed as ``PODIUM-REPORT`` lines, and the
+organizer's evidence behind it as ``PODIUM-EVIDENCE`` lines, which is how both travel
+back to the dispatcher through the Jobs log API (the organizer's).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from podium.signing import KeyPair
 from schemas.challenge import load_challenge
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.runners.hf_jobs import HfJobsRunner
-from verifier.scale.dispatch.jobs import report_lines
+from verifier.scale.dispatch.jobs import EVIDENCE_MARK, report_lines
 
 
 def run_harness_job(
@@ -50,4 +51,7 @@ def run_harness_job(
     print_line(f"verdict {outcome.verdict}; report {outcome.report['report_id']}")
     for line in report_lines(outcome.report):
         print_line(line)
+    if outcome.evidence is not None:
+        for line in report_lines(outcome.evidence, EVIDENCE_MARK):
+            print_line(line)
     return outcome

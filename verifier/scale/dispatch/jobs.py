@@ -26,8 +26,13 @@ LABEL_REQUEST = "podium.request"
 LABEL_ROLE = "podium.role"
 LABEL_ATTEMPT = "podium.attempt"
 REPORT_MARK = "PODIUM-REPORT"
+#: the organizer's evidence behind the report travels the same way, under its own mark
+EVIDENCE_MARK = "PODIUM-EVIDENCE"
 _CHUNK = 3000
-_LINE = re.compile(rf"{REPORT_MARK} (\d+)/(\d+) ([A-Za-z0-9+/=]+)")
+
+
+def _line(mark: str) -> re.Pattern[str]:
+    return re.compile(rf"{mark} (\d+)/(\d+) ([A-Za-z0-9+/=]+)")
 
 
 @dataclass(frozen=True)
@@ -91,20 +96,22 @@ class JobsBackend(Protocol):
         ...
 
 
-def report_lines(doc: dict[str, Any]) -> list[str]:
-    """The report as log lines (gzip + base64, cut to a size every log pipeline keeps)."""
+def report_lines(doc: dict[str, Any], mark: str = REPORT_MARK) -> list[str]:
+    """The report (or, under ``EVIDENCE_MARK``, its evidence) as log lines (gzip + base64,
+    cut to a size every log pipeline keeps)."""
     packed = base64.b64encode(gzip.compress(json.dumps(doc, sort_keys=True).encode())).decode()
     chunks = [packed[i : i + _CHUNK] for i in range(0, len(packed), _CHUNK)] or [""]
-    return [f"{REPORT_MARK} {i + 1}/{len(chunks)} {c}" for i, c in enumerate(chunks)]
+    return [f"{mark} {i + 1}/{len(chunks)} {c}" for i, c in enumerate(chunks)]
 
 
-def report_from_logs(lines: list[str]) -> dict[str, Any] | None:
-    """The last complete report in ``lines``, or None."""
+def report_from_logs(lines: list[str], mark: str = REPORT_MARK) -> dict[str, Any] | None:
+    """The last complete report (or evidence, under ``mark``) in ``lines``, or None."""
     parts: dict[int, str] = {}
     total = 0
     found: dict[str, Any] | None = None
+    pattern = _line(mark)
     for line in lines:
-        m = _LINE.search(line)
+        m = pattern.search(line)
         if not m:
             continue
         i, n = int(m.group(1)), int(m.group(2))
