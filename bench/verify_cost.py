@@ -75,7 +75,7 @@ def measure(baseline: str, pairs: int) -> dict[str, Any]:
             capture_output=True,
         )
         try:
-            rows = []
+            rows: list[dict[str, Any]] = []
             for i in range(pairs):
                 now, then = _one(REPO_ROOT), _one(base)
                 rows.append({"pair": i, "now": now, "baseline": then})

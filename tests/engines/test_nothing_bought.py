@@ -64,9 +64,14 @@ def kv_declared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _verify(bundle: Path, out: Path, **env: str) -> dict[str, Any]:
+    """The organizer's evidence of one verification: the report's verdict and findings with
+    every check's details at full precision."""
     runner = VerifyingSandbox(env={"ENGINE_CLASS": ENGINE, "OMP_NUM_THREADS": "1", **env})
     spec = load_challenge("tiny")
-    return verify(VerifyRequest(bundle, spec, runner, out, reference=reference_runner)).report
+    outcome = verify(VerifyRequest(bundle, spec, runner, out, reference=reference_runner))
+    assert outcome.evidence is not None
+    assert outcome.evidence["verdict"] == outcome.report["verdict"]
+    return outcome.evidence
 
 
 def _errors(report: dict[str, Any]) -> set[str]:
