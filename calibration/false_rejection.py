@@ -167,8 +167,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def undeclared_rows(names: str) -> list[Any]:
     """The honest margin rows inside the cap; a comma-separated list of names picks those,
-    among the honest margin rows and the honest rows of the calibration table that need
-    no vLLM (declared windows, int8, bf16)."""
+    among the honest margin rows and the honest rows of the calibration table (declared
+    windows, int8, bf16, and the vLLM rows, which need Docker and ``podium/vllm-cpu``)."""
     from calibration.calibrate import margin_rows
     from calibration.calibrate import rows as table_rows
 
@@ -176,7 +176,7 @@ def undeclared_rows(names: str) -> list[Any]:
     if names:
         known = {r.name for r in honest}
         honest += [
-            r for r in table_rows() if r.kind == "honest" and not r.vllm and r.name not in known
+            r for r in table_rows() if r.kind == "honest" and r.name not in known
         ]
         wanted = {n.strip() for n in names.split(",") if n.strip()}
         unknown = wanted - {r.name for r in honest}
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="run the honest undeclared approximations of calibration.calibrate.margin_rows() "
         "(inside the cap, or the comma-separated names given, which may also name the "
-        "calibration table's honest rows without vLLM: 'W=16,int8,bf16') instead of the sample",
+        "calibration table's honest rows: 'W=16,int8,bf16,vLLM KV fp8') instead of the sample",
     )
     parser.add_argument(
         "--positions",
