@@ -10,11 +10,14 @@ against a broken model, and an honest engine would pick wrong tokens.
 ``self_test`` checks the path the engine is about to serve with against ``eager``
 attention, transformers' plain-math definition (matmul, mask, softmax, matmul, with no
 kernel choice), on the same device and dtype, over the lengths that matter for the
-model's sliding window (``test_lengths``): on CUDA every length from 1 to 3W + 8 (when
-that is at most ``DENSE_LIMIT`` lengths), kW - 1 .. kW + 2 for k up to ``MULTIPLES``, and
-each power of two and its neighbours, up to ``MULTIPLES`` windows; on the CPU, whose
-kernels agreed with eager at every length measured, a smoke set around W + 1 and 2W + 1.
-Longer passes (a long prompt's prefill, a scoring chunk after a cache) are not tested.
+model's sliding window and the kernels' tiles (``test_lengths``): on CUDA prefills of
+1 to 3 tokens, of kT - 1 .. kT + 1 for the 64-token tile and k up to 3 (the fault's own
+lengths), of kW - 1 .. kW + 1 for k up to ``MULTIPLES``, and of each power of two and its
+neighbours up to two windows (27 lengths at the E4B's window of 512, where every length
+up to 3W + 8 once made 44 and cost 25.7 s on an H200: docs/benchmarks.md); on the CPU,
+whose kernels agreed with eager at every length measured, a smoke set around W + 1 and
+2W + 1. Longer passes (a long prompt's prefill, a scoring chunk after a cache) are not
+tested.
 Both halves of the work are covered: a prefill of L - 1 tokens (its last positions) and
 one cached decode step after it (position L), each against eager's logits at the same
 positions. Every tested length is a prefix of one sequence of token ids drawn from a fixed
@@ -32,6 +35,7 @@ differ by up to 0.44 on the tiny model.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -42,11 +46,13 @@ if TYPE_CHECKING:
 EXACT = "eager"
 #: the largest |difference of log-probabilities| an honest kernel shows, per dtype
 TOLERANCE = {"float32": 0.01, "bfloat16": 1.0, "float16": 1.0}
-#: test every length up to 3W + 8 when that is at most this many; else a structured set
-DENSE_LIMIT = 256
-#: the multiples of the window tested (kW - 1 .. kW + 2 for k up to this), and the
-#: longest pass tested (this many windows and 2 tokens, at least 256, at most the limit)
-MULTIPLES = 4
+#: the kernel tile the float32 fault followed: wrong at a prefill of kT + 1 tokens
+TILE = 64
+#: the tile multiples tested on CUDA: prefills of kT - 1 .. kT + 1 for k up to this
+TILES = 3
+#: the window multiples tested: prefills of kW - 1 .. kW + 1 for k up to this, the
+#: longest tested prefill being MULTIPLES windows and one token
+MULTIPLES = 2
 #: the last prefill positions compared per length
 POSITIONS = 4
 
@@ -128,24 +134,27 @@ class AttentionCheck:
 def test_lengths(window: int, max_len: int, *, dense: bool = True) -> list[int]:
     """The pass lengths tested for a model whose sliding window is ``window`` (0: none).
 
-    ``dense`` (on CUDA): every length from 2 to 3W + 8 (when that is at most
-    ``DENSE_LIMIT`` lengths, else 2 to 17), kW - 1 .. kW + 2 for k up to ``MULTIPLES``,
-    and the powers of two and their neighbours, up to ``MULTIPLES`` windows and 2 tokens
-    (at least 256) or ``max_len``. Otherwise a smoke set: 2 to 4, W - 1 .. W + 2,
-    2W - 1 .. 2W + 2 and 3W + 1.
+    A pass of L tokens tests a prefill of L - 1 tokens and the decode step after it.
+    ``dense`` (on CUDA, where kernels were seen wrong): prefills of 1 to 3 tokens, of
+    kT - 1 .. kT + 1 for the kernel tile T = ``TILE`` and k up to ``TILES`` (the float32
+    fault: 65, 129 and 193), of kW - 1 .. kW + 1 for k up to ``MULTIPLES``, and of each
+    power of two from 16 and its neighbours up to ``MULTIPLES`` windows and one token.
+    Otherwise a smoke set: passes of 2 to 4, W - 1 .. W + 2, 2W - 1 .. 2W + 2 and 3W + 1.
+    Lengths over ``max_len`` are left out.
     """
-    w = window if window > 0 else 64
+    w = window if window > 0 else TILE
     if not dense:
         smoke = {2, 3, 4, 3 * w + 1} | {k * w + d for k in (1, 2) for d in (-1, 0, 1, 2)}
         return sorted(n for n in smoke if n <= max_len)
-    top = min(max_len, max(MULTIPLES * w + 2, 256))  # the last kW + 1 and kW + 2 included
-    lengths = set(range(2, 3 * w + 9 if 3 * w + 8 <= DENSE_LIMIT else 18))
-    lengths |= {k * w + d for k in range(1, MULTIPLES + 1) for d in (-1, 0, 1, 2)}
+    longest = MULTIPLES * w + 1
+    prefills = {1, 2, 3}
+    prefills |= {k * TILE + d for k in range(1, TILES + 1) for d in (-1, 0, 1)}
+    prefills |= {k * w + d for k in range(1, MULTIPLES + 1) for d in (-1, 0, 1)}
     power = 16
-    while power <= top:
-        lengths |= {power - 1, power, power + 1}
+    while power <= longest:
+        prefills |= {power - 1, power, power + 1}
         power *= 2
-    return sorted(n for n in lengths if 2 <= n <= top)
+    return sorted(p + 1 for p in prefills if p + 1 <= max_len)
 
 
 def _logprobs(logits: torch.Tensor) -> torch.Tensor:
@@ -195,13 +204,17 @@ def self_test(
     device: torch.device,
     dense: bool = True,
     seed: int = 0,
+    lengths: list[int] | None = None,
+    on_length: Callable[[int, float, float], None] | None = None,
 ) -> AttentionCheck:
     """Measure ``implementation`` against eager on ``model``; leaves ``model`` serving with
-    ``implementation``. See the module docstring for what is compared."""
+    ``implementation``. See the module docstring for what is compared. ``lengths``
+    replaces ``test_lengths``'s; ``on_length(length, diff, seconds)`` hears each length's
+    result as it is measured (a calibration's evidence)."""
     import torch
 
     t0 = time.perf_counter()
-    lengths = test_lengths(window, max_len, dense=dense)
+    lengths = sorted(lengths) if lengths is not None else test_lengths(window, max_len, dense=dense)
     tolerance = TOLERANCE.get(dtype, TOLERANCE["bfloat16"])
     generator = torch.Generator().manual_seed(seed)
     low = min(3, vocab_size - 1)  # past the usual pad/bos/eos ids
@@ -213,6 +226,7 @@ def self_test(
         exact = _exact(model, sequence, _compared(lengths))
         model.set_attn_implementation(implementation)
     for length in lengths:
+        started = time.perf_counter()
         prefill, step = _fast(model, cache_arg, sequence[:, :length])
         n = min(len(prefill), length - 1)
         want = torch.stack([exact[p] for p in range(length - 1 - n, length - 1)])
@@ -220,6 +234,8 @@ def self_test(
             float((prefill[-n:] - want).abs().max()),
             float((step[-1] - exact[length - 1]).abs().max()),
         )
+        if on_length is not None:
+            on_length(length, diff, time.perf_counter() - started)
         if diff > worst:
             worst, worst_length = diff, length
         if not diff <= tolerance:  # NaN fails too

@@ -57,7 +57,7 @@ class Announcing(BaselineEngine):
     def report_usage(self, prompt_ids, output_ids):
         usage = super().report_usage(prompt_ids, output_ids)
         return {**usage, "engine_class": "announce:Announcing", "environ": dict(os.environ),
-                "cwd": os.getcwd()}
+                "cwd": os.getcwd(), "device": str(self.device)}
 '''
 
 #: what the operator's shell holds, none of which may reach the engine
@@ -72,12 +72,14 @@ OPERATOR = {
 }
 
 
-def announcing_bundle(tmp_path: Path) -> Path:
+def announcing_bundle(tmp_path: Path, device: str = "cpu") -> Path:
     src = entry_source(
         tmp_path,
         env={"ENGINE_CLASS": "announce:Announcing"},
         files={"engine/announce.py": ANNOUNCING},
     )
+    toml = (src / "podium.toml").read_text(encoding="utf-8")
+    (src / "podium.toml").write_text(toml.replace('DEVICE = "cpu"', f'DEVICE = "{device}"'))
     model = src / "engine" / "engines" / "baseline" / "model.py"
     model.write_text(model.read_text(encoding="utf-8") + MARK.format(copy="bundle"))
     return packaged(src)
@@ -99,8 +101,8 @@ def usage_at(url: str) -> dict[str, Any]:
     return usage
 
 
-def served_usage(runner: ProcessRunner) -> dict[str, Any]:
-    handle = runner.start(SPEC, model_dir=MODEL, gpu=False)
+def served_usage(runner: ProcessRunner, *, gpu: bool = False) -> dict[str, Any]:
+    handle = runner.start(SPEC, model_dir=MODEL, gpu=gpu)
     try:
         try:
             asyncio.run(wait_ready(handle.base_url, 120.0, handle.is_alive))
@@ -191,3 +193,24 @@ def test_from_an_installed_wheel_the_bundle_serves_its_code_and_the_reference_th
     assert Path(found["verifier"]).is_relative_to(site), found["verifier"]
     check_announced(found["bundle"])
     assert found["reference"]["copy"] == "installed", found["reference"]
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_bundles_own_engine_serves_from_a_checkout(
+    cuda: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu_out: Path
+) -> None:
+    """The GPU row: the same bundle, its frozen DEVICE cuda, started from the checkout."""
+    bundle = announcing_bundle(tmp_path, device="cuda")
+    for name, value in OPERATOR.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(REPO)
+    taken = intake(bundle, tmp_path / "work", SPEC)
+    runner = ProcessRunner()
+    runner.prepare(taken, SPEC, on_log=lambda line: None)
+    usage = served_usage(runner, gpu=True)
+    row = {k: v for k, v in usage.items() if k != "environ"}
+    row["environ_names"] = sorted(usage["environ"])
+    row["gpu"] = cuda.cuda.get_device_name(0)
+    (gpu_out / "gpu_bundle_row.json").write_text(json.dumps(row, indent=1) + "\n")
+    check_announced(usage)
+    assert usage["device"].startswith("cuda"), usage["device"]

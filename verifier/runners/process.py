@@ -17,7 +17,7 @@ server) is refused at ``prepare``, naming what the process runner cannot run.
 
 It runs **only** the bundle's code, wherever the verifier was started: the engine starts
 as ``python -P -m engines.baseline`` in a working directory of its own, with the bundle's
-``engine/`` (podium's installed copy for the reference) as the only ``PYTHONPATH``, so a
+``engine/`` (podium's installed copy for the reference) first on ``PYTHONPATH``, so a
 podium checkout the verifier happens to run in cannot shadow the bundle's ``engines``.
 Its environment is built from an allowlist (``engine_environment``), never from
 ``os.environ``: the organizer's signing key, Hub token and own knobs stay out of it.
@@ -90,11 +90,13 @@ def engine_command() -> list[str]:
 
 def engine_environment(declared: dict[str, str], *, code: Path, home: Path) -> dict[str, str]:
     """The whole environment of an engine process, by allowlist: what the runner and the
-    bundle declare (``declared``), the code's root as the only ``PYTHONPATH``, a ``HOME``
-    and a temporary folder of its own (created here, under ``home``), a minimal ``PATH``
-    that starts with this interpreter's folder, and of the verifier's own environment only
-    the names in ``PLATFORM`` (how this machine reaches its GPU). Nothing else of the
-    operator's shell reaches the engine: no signing key, no Hub token, no knob of theirs."""
+    bundle declare (``declared``), the code's root first on ``PYTHONPATH`` (then the
+    verifier's own absolute ``PYTHONPATH`` entries, where this machine keeps libraries),
+    a ``HOME`` and a temporary folder of its own (created here, under ``home``), a minimal
+    ``PATH`` that starts with this interpreter's folder, and of the verifier's own
+    environment only the names in ``PLATFORM`` (how this machine reaches its GPU). Nothing
+    else of the operator's shell reaches the engine: no signing key, no Hub token, no knob
+    of theirs."""
     tmp = home / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     env = {k: os.environ[k] for k in PLATFORM if k in os.environ}
@@ -107,7 +109,10 @@ def engine_environment(declared: dict[str, str], *, code: Path, home: Path) -> d
         LANG="C.UTF-8",
     )
     env.update({k: v for k, v in declared.items() if k not in RUNNER_OWN})
-    env["PYTHONPATH"] = str(code)
+    # the code first, then where this interpreter was told to find its libraries (torch,
+    # transformers): every module the code ships is its own, whatever follows it
+    given = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(code), *(p for p in given if os.path.isabs(p))])
     return env
 
 
