@@ -113,11 +113,27 @@ def random_e4b(layers: int, device: str, dtype: str, tiny: bool) -> Any:
     return model.eval()
 
 
+def former_lengths(window: int, max_len: int) -> list[int]:
+    """The lengths the CUDA self-test tested before (every length from 2 to 17 when 3W + 8
+    is over 256, kW - 1 .. kW + 2 for k up to 4, the powers of two and their neighbours up
+    to 4W + 2): 44 at the E4B's window, for the cost it had on the same machine."""
+    top = min(max_len, max(4 * window + 2, 256))
+    lengths = set(range(2, 3 * window + 9 if 3 * window + 8 <= 256 else 18))
+    lengths |= {k * window + d for k in range(1, 5) for d in (-1, 0, 1, 2)}
+    power = 16
+    while power <= top:
+        lengths |= {power - 1, power, power + 1}
+        power *= 2
+    return sorted(n for n in lengths if 2 <= n <= top)
+
+
 def window_of(model: Any) -> int:
     return int(getattr(model.config.get_text_config(), "sliding_window", 0) or 0)
 
 
-def measure(model: Any, implementation: str, dtype: str, device: str) -> dict[str, Any]:
+def measure(
+    model: Any, implementation: str, dtype: str, device: str, lengths: list[int] | None = None
+) -> dict[str, Any]:
     """One ``self_test`` of ``implementation`` on ``model``: its verdict and each length."""
     import torch
 
@@ -141,6 +157,7 @@ def measure(model: Any, implementation: str, dtype: str, device: str) -> dict[st
         dtype=dtype,
         device=torch.device(device),
         dense=True,
+        lengths=lengths,
         on_length=heard,
     )
     seconds = time.perf_counter() - t0
@@ -186,9 +203,18 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         (args.out / "attention_cost.json").write_text(json.dumps(result, indent=1) + "\n")
 
-    def run(name: str, model: Any, dtype: str, *, paths: tuple[str, ...], **facts: Any) -> None:
+    def run(
+        name: str,
+        model: Any,
+        dtype: str,
+        *,
+        paths: tuple[str, ...],
+        lengths: list[int] | None = None,
+        **facts: Any,
+    ) -> None:
         for path in paths:
-            row = {"model": name, "dtype": dtype, **facts, **measure(model, path, dtype, device)}
+            found = measure(model, path, dtype, device, lengths)
+            row = {"model": name, "dtype": dtype, **facts, **found}
             row["a10g_estimate_s"] = round(row["seconds"] * A10G_FACTOR, 2)
             result["runs"].append(row)
             save()
@@ -210,6 +236,16 @@ def main(argv: list[str] | None = None) -> int:
     model = random_e4b(e4b_layers, device, "bfloat16", args.tiny)
     run("e4b-random", model, "bfloat16", paths=("sdpa",), layers=e4b_layers, state="cold")
     run("e4b-random", model, "bfloat16", paths=("sdpa", "eager", broken), layers=e4b_layers)
+    former = former_lengths(window_of(model), MAX_LEN)
+    run(
+        "e4b-random",
+        model,
+        "bfloat16",
+        paths=("sdpa",),
+        lengths=former,
+        layers=e4b_layers,
+        state="the former 44 lengths",
+    )
     model = model.float()
     run("e4b-random", model, "float32", paths=("sdpa", broken), layers=e4b_layers)
     free(model)
