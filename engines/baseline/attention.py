@@ -34,6 +34,7 @@ differ by up to 0.44 on the tiny model.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -72,6 +73,9 @@ class AttentionCheck:
     worst_length: int
     failing_lengths: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    #: the first layers the test ran (``test_depth``), of the model's
+    layers: int = 0
+    of_layers: int = 0
     #: eager's own test (its cached decode step against its full pass), run only after
     #: the tested path failed and the engine switched to eager
     fallback: AttentionCheck | None = None
@@ -92,6 +96,8 @@ class AttentionCheck:
 
     def summary(self) -> str:
         where = f"{self.device} {self.dtype}"
+        if self.layers < self.of_layers:
+            where += f" through the first {self.layers} of {self.of_layers} layers"
         if self.passed:
             return (
                 f"{self.tested} attention agrees with {EXACT} on {where} over {self.lengths} "
@@ -127,6 +133,8 @@ class AttentionCheck:
             "worst_length": self.worst_length,
             "failing_lengths": self.failing_lengths,
             "seconds": round(self.seconds, 3),
+            "layers": self.layers,
+            "of_layers": self.of_layers,
             "fallback": self.fallback.to_dict() if self.fallback is not None else None,
         }
 
@@ -163,26 +171,112 @@ def _logprobs(logits: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(logits.float(), dim=-1)
 
 
-def _fast(model: Any, cache_arg: str, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+class _Stop(Exception):
+    """Raised after the last tested layer: the pass ends there."""
+
+
+def test_depth(model: Any) -> int:
+    """The layers a test runs: the shortest first layers that hold every kind of attention
+    layer the model has (its ``layer_types``; all layers where it names none, or where its
+    decoder has no ``layers`` and ``norm`` to stop at). A kernel is chosen per call by
+    device, dtype and shape, and every layer of a kind calls it with the same shapes, so
+    the first layer of each kind meets every kernel the model serves with; the layers
+    after them only carry an honest kernel's rounding further (at the E4B's 42 random
+    layers, eager's own cached decode differs from its full pass by 5 nats in bfloat16:
+    docs/benchmarks.md)."""
+    config = model.config.get_text_config()
+    decoder = model.get_decoder()
+    layers = getattr(decoder, "layers", None)
+    total = len(layers) if layers is not None else int(config.num_hidden_layers)
+    types = list(getattr(config, "layer_types", None) or [])[:total]
+    if not types or layers is None or not hasattr(decoder, "norm"):
+        return total
+    seen: set[str] = set()
+    for index, kind in enumerate(types):
+        seen.add(kind)
+        if seen == set(types):
+            return index + 1
+    return total
+
+
+def _forward(
+    model: Any,
+    ids: torch.Tensor,
+    *,
+    depth: int,
+    keep: int | torch.Tensor,
+    cache_arg: str,
+    cache: Any = None,
+    use_cache: bool = True,
+) -> tuple[torch.Tensor, Any]:
+    """Logits at ``keep`` (the last N positions, or these positions) of a pass over ``ids``
+    through the first ``depth`` layers, then the model's final norm, head and logit
+    soft-cap; and the cache it filled. All layers: the model's own forward."""
+    import torch
+
+    decoder = model.get_decoder()
+    if depth >= len(decoder.layers):
+        given = {cache_arg: cache} if cache is not None else {}
+        out = model(ids, use_cache=use_cache, logits_to_keep=keep, **given)
+        filled = (getattr(out, "cache", None) or out.past_key_values) if use_cache else None
+        return out.logits[0], filled
+    if use_cache and cache is None:
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=model.config)
+    seen: dict[str, torch.Tensor] = {}
+
+    def stop(module: Any, args: Any, output: Any) -> None:
+        seen["hidden"] = output[0] if isinstance(output, tuple) else output
+        raise _Stop
+
+    hook = decoder.layers[depth - 1].register_forward_hook(stop)
+    params = inspect.signature(decoder.forward).parameters
+    given = {} if cache is None else {"cache" if "cache" in params else "past_key_values": cache}
+    try:
+        decoder(input_ids=ids, use_cache=use_cache, **given)
+    except _Stop:
+        pass
+    finally:
+        hook.remove()
+    hidden = seen["hidden"][0]
+    hidden = hidden[-keep:] if isinstance(keep, int) else hidden[keep]
+    logits = model.get_output_embeddings()(decoder.norm(hidden))
+    cap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits, cache
+
+
+def _fast(
+    model: Any, cache_arg: str, ids: torch.Tensor, depth: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The served path: a prefill of all but the last token (its last positions' logits),
     then one cached decode step of the last token."""
     import torch
 
     with torch.inference_mode():
-        out = model(ids[:, :-1], use_cache=True, logits_to_keep=POSITIONS)
-        cache = getattr(out, "cache", None) or out.past_key_values
-        step = model(ids[:, -1:], use_cache=True, logits_to_keep=1, **{cache_arg: cache})
-    return _logprobs(out.logits[0]), _logprobs(step.logits[0])
+        prefill, cache = _forward(
+            model, ids[:, :-1], depth=depth, keep=POSITIONS, cache_arg=cache_arg
+        )
+        step, _ = _forward(
+            model, ids[:, -1:], depth=depth, keep=1, cache_arg=cache_arg, cache=cache
+        )
+    return _logprobs(prefill), _logprobs(step)
 
 
-def _exact(model: Any, ids: torch.Tensor, positions: list[int]) -> dict[int, torch.Tensor]:
+def _exact(
+    model: Any, ids: torch.Tensor, positions: list[int], cache_arg: str, depth: int
+) -> dict[int, torch.Tensor]:
     """Eager's log-probabilities at ``positions`` of one pass over ``ids``."""
     import torch
 
     keep = torch.tensor(positions, device=ids.device)
     with torch.inference_mode():
-        out = model(ids, use_cache=False, logits_to_keep=keep)
-    rows = _logprobs(out.logits[0])
+        logits, _ = _forward(
+            model, ids, depth=depth, keep=keep, cache_arg=cache_arg, use_cache=False
+        )
+    rows = _logprobs(logits)
     return dict(zip(positions, rows, strict=True))
 
 
@@ -205,16 +299,20 @@ def self_test(
     dense: bool = True,
     seed: int = 0,
     lengths: list[int] | None = None,
+    depth: int | None = None,
     on_length: Callable[[int, float, float], None] | None = None,
 ) -> AttentionCheck:
     """Measure ``implementation`` against eager on ``model``; leaves ``model`` serving with
     ``implementation``. See the module docstring for what is compared. ``lengths``
-    replaces ``test_lengths``'s; ``on_length(length, diff, seconds)`` hears each length's
-    result as it is measured (a calibration's evidence)."""
+    replaces ``test_lengths``'s, ``depth`` the layers ``test_depth`` chose;
+    ``on_length(length, diff, seconds)`` hears each length's result as it is measured (a
+    calibration's evidence)."""
     import torch
 
     t0 = time.perf_counter()
     lengths = sorted(lengths) if lengths is not None else test_lengths(window, max_len, dense=dense)
+    total = len(model.get_decoder().layers)
+    depth = min(depth, total) if depth is not None else test_depth(model)
     tolerance = TOLERANCE.get(dtype, TOLERANCE["bfloat16"])
     generator = torch.Generator().manual_seed(seed)
     low = min(3, vocab_size - 1)  # past the usual pad/bos/eos ids
@@ -223,11 +321,11 @@ def self_test(
         sequence = torch.randint(low, vocab_size, (1, lengths[-1]), generator=generator)
         sequence = sequence.to(device)
         model.set_attn_implementation(EXACT)
-        exact = _exact(model, sequence, _compared(lengths))
+        exact = _exact(model, sequence, _compared(lengths), cache_arg, depth)
         model.set_attn_implementation(implementation)
     for length in lengths:
         started = time.perf_counter()
-        prefill, step = _fast(model, cache_arg, sequence[:, :length])
+        prefill, step = _fast(model, cache_arg, sequence[:, :length], depth)
         n = min(len(prefill), length - 1)
         want = torch.stack([exact[p] for p in range(length - 1 - n, length - 1)])
         diff = max(
@@ -253,6 +351,8 @@ def self_test(
         worst_length=worst_length,
         failing_lengths=failing,
         seconds=time.perf_counter() - t0,
+        layers=depth,
+        of_layers=total,
     )
 
 
