@@ -193,3 +193,15 @@ def test_the_worker_command_refuses_the_process_runner(
     code, printed, err = run([*args, "--once"], capsys)
     assert code == 2
     assert "needs a sandbox" in printed + err
+
+
+def test_a_sweep_on_the_process_runner_needs_a_margin_it_cannot_measure_blind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "entry"
+    init_submission(directory, load_challenge("tiny"), team="acme")
+    args = ["submission", "sweep", str(directory), "--knob", "MAX_MODEL_LEN=1024,2048"]
+    code, printed, err = run([*args, "--runner", "process", "-o", str(tmp_path / "out")], capsys)
+    assert code == 2
+    assert "cannot measure the margin on the held-out set" in printed + err
+    assert not (tmp_path / "out").exists()

@@ -84,7 +84,7 @@ def _dies_with_parent() -> Callable[[], None] | None:
 def engine_command() -> list[str]:
     """How an engine process starts: this interpreter, ``-P`` (neither the working
     directory nor the script's is put first on ``sys.path``), ``-m engines.baseline``
-    resolved from ``PYTHONPATH``, which ``engine_environment`` sets to the code's root."""
+    resolved from ``PYTHONPATH``, on which ``engine_environment`` puts the code's root first."""
     return [sys.executable, "-P", "-m", "engines.baseline"]
 
 
