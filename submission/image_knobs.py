@@ -100,9 +100,12 @@ def image_knob_findings(
                     where=setting.where,
                 )
             )
-    if spec is not None and ours:  # the challenge's rules, on what the image would run
-        typed = {s.name: _typed(s.value) for s in ours}
-        lines = {s.name: int(s.where.split(":", 1)[1].split()[0]) for s in ours}
+    # the challenge's rules, on what the image would run where it is not the config's (a
+    # value both hold is judged once, as the config's)
+    own = [s for s in ours if s.name not in config or not _same(s.value, config[s.name])]
+    if spec is not None and own:
+        typed = {s.name: _typed(s.value) for s in own}
+        lines = {s.name: int(s.where.split(":", 1)[1].split()[0]) for s in own}
         for finding in check_engine_config(typed, spec, file=file, lines=lines):
             if finding.is_error:
                 out.append(finding)

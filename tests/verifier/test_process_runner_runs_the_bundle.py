@@ -7,7 +7,8 @@ environment and working directory. The engine is started through ``ProcessRunner
 while the verifier runs in a podium checkout (the working directory that once shadowed
 the bundle's ``engines``) with a marker, a signing key, a Hub token and the operator's
 own engine knobs in its environment; and again from an installed wheel of podium, where
-the reference (no bundle) must serve the installed copy, not the checkout's.
+the reference (``ProcessReference``, as a GPU reference runs) must serve the installed
+copy, not the checkout's, with none of the operator's knobs as its defaults.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from entry_bundle import REPO, entry_source, packaged
 from schemas.challenge import load_challenge
 from verifier.harness.client import wait_ready
 from verifier.intake import intake
-from verifier.runners.process import ProcessRunner
+from verifier.runners.process import ProcessRunner, engine_command, engine_environment
 
 MODEL = REPO / "podium" / "data" / "tiny" / "model"
 SPEC = load_challenge("tiny")
@@ -131,6 +132,27 @@ def check_announced(usage: dict[str, Any]) -> None:
     assert Path(environ["HOME"]).resolve() == Path(usage["cwd"]).resolve()
 
 
+def test_the_engines_environment_is_an_allowlist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in OPERATOR.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["relative/dir", "/opt/libs"]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    code = tmp_path / "engine"
+    env = engine_environment(
+        {"ENGINE_CLASS": "announce:Announcing", "HOME": "/root", "PATH": "/evil"},
+        code=code,
+        home=tmp_path / "home",
+    )
+    assert env["PYTHONPATH"] == os.pathsep.join([str(code), "/opt/libs"])
+    assert env["HOME"] == str(tmp_path / "home") and (tmp_path / "home" / "tmp").is_dir()
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    assert env["ENGINE_CLASS"] == "announce:Announcing" and env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert not {"PODIUM_TEST_MARKER", "PODIUM_SIGNING_KEY", "HF_TOKEN", "QUANTIZATION"} & set(env)
+    assert engine_command()[1:] == ["-P", "-m", "engines.baseline"]
+
+
 @pytest.mark.slow
 def test_from_a_podium_checkout_the_bundles_own_code_serves_with_none_of_the_operators_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -154,6 +176,7 @@ import verifier
 from schemas.challenge import load_challenge
 from verifier.intake import intake
 from verifier.runners.process import ProcessRunner
+from verifier.runners.reference import ProcessReference
 
 sys.path.insert(0, sys.argv[3])
 from test_process_runner_runs_the_bundle import served_usage
@@ -161,7 +184,7 @@ from test_process_runner_runs_the_bundle import served_usage
 spec = load_challenge("tiny")
 bundled = ProcessRunner()
 bundled.prepare(intake(Path(sys.argv[1]), Path(sys.argv[2]), spec), spec, on_log=print)
-reference = ProcessRunner(engine_root=None)
+reference = ProcessReference(env={}, device="cpu", dtype="float32")  # as a GPU one runs
 print(json.dumps({"verifier": verifier.__file__, "bundle": served_usage(bundled),
                   "reference": served_usage(reference)}))
 """
@@ -192,6 +215,9 @@ def test_from_an_installed_wheel_the_bundle_serves_its_code_and_the_reference_th
     found = json.loads(done.stdout.splitlines()[-1])
     assert Path(found["verifier"]).is_relative_to(site), found["verifier"]
     check_announced(found["bundle"])
+    # the reference ran podium's installed copy, and none of the operator's knobs
+    # (QUANTIZATION=int4, ATTENTION=no-such-attention, ENGINE_CLASS=nowhere:Nothing ...)
+    # became its defaults: it would not have started with them
     assert found["reference"]["copy"] == "installed", found["reference"]
 
 
