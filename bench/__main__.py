@@ -97,6 +97,13 @@ PARTS: dict[str, Part] = {
             cuda_missing,
             argv=lambda out, quick: ["--out", str(out)],
         ),
+        Part(
+            "attention_cost",
+            "attention_cost",
+            "a CUDA GPU (on the GPU machine: bash bench/gpu.sh)",
+            cuda_missing,
+            argv=lambda out, quick: ["--out", str(out)],
+        ),
     )
 }
 

@@ -120,6 +120,12 @@ BUNDLE_MODEL_PIN = _declare(
 ENGINE_KIND_NOT_ALLOWED = _declare(
     "engine.kind-not-allowed", "intake", "the challenge does not allow this engine kind"
 )
+ENGINE_IMAGE_KNOB = _declare(
+    "engine.image-knob",
+    "intake",
+    "the Dockerfile sets an engine knob (ENV or CMD argument) the frozen config does not hold, "
+    "holds otherwise, or the challenge forbids",
+)
 CONFIG_SCHEMA = _declare(
     "config.schema", "intake", "a knob of the engine config breaks its type or bounds"
 )

@@ -18,6 +18,7 @@ from typing import Any
 from podium.errors import BundleError, HubError, UsageError
 from schemas.check_ids import BUNDLE_CORRUPT, BUNDLE_MANIFEST_MISSING
 from submission.defaults import MANIFEST_FILE, MAX_MANIFEST_BYTES
+from submission.safe_bundle import check_bundle
 
 LOGIN_HINT = "run `hf auth login`, or set HF_TOKEN"
 
@@ -142,6 +143,7 @@ def push_bundle(
                 hint="package again; the bundle or its .sha256 changed",
             )
     sha_text = f"{digest}  {bundle.name}\n".encode()
+    check_bundle(bundle)  # the whole bundle, read as intake reads it, before any network
     manifest = read_bundle_manifest(bundle)
     tok = _token(token)
     from podium.hub import resolve_endpoint

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from podium.errors import BundleError, SchemaError
+from podium.errors import BundleError, SchemaError, UsageError
 from schemas.check_ids import (
     BUNDLE_ABSOLUTE_PATH,
     BUNDLE_CONFIG_MISMATCH,
@@ -401,3 +401,36 @@ def peek_manifest(path: Path, *, max_bytes: int = 4 << 20) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise _refuse(BUNDLE_MANIFEST_INVALID, "manifest.json is not a JSON object", str(path))
     return doc
+
+
+def check_bundle(path: Path, *, limits: HasBundleLimits | None = None) -> Manifest:
+    """Read the whole bundle at ``path`` as intake reads it (``open_bundle``, into a
+    temporary folder that is removed again) and return its manifest; a bundle intake would
+    refuse, or whose files disagree with its manifest, raises the ``BundleError`` that
+    names why. ``limits`` default to those of the challenge the manifest names. Every
+    door a bundle enters by (``queue submit``, ``submission push``, a worker) calls this
+    before it stores, sends or verifies anything."""
+    if limits is None:
+        from schemas.challenge import load_challenge
+
+        challenge = (peek_manifest(path).get("challenge") or {}).get("id")
+        try:
+            limits = load_challenge(str(challenge)).limits
+        except UsageError as exc:
+            raise _refuse(
+                BUNDLE_MANIFEST_INVALID,
+                f"the bundle names challenge {challenge!r}, which podium does not know",
+                str(path),
+            ) from exc
+    with tempfile.TemporaryDirectory(prefix="podium-check-") as scratch:
+        opened = open_bundle(path, Path(scratch), limits=limits)
+        broken = [f for f in opened.findings if f.is_error]
+        if broken:
+            first = broken[0]
+            raise BundleError(
+                f"{path}: {first.message}",
+                finding_id=first.check_id,
+                hint=first.hint or "package the bundle again with `podium submission package`",
+                where=first.where or str(path),
+            )
+        return opened.manifest

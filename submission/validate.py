@@ -34,6 +34,7 @@ from schemas.findings import Finding, errors_in
 from submission.config import NAME_PATTERN, SubmissionConfig, frozen_config, read_config
 from submission.defaults import CONFIG_FILE, ENGINE_CONFIG_FILE
 from submission.files import LocalFile, scan_files
+from submission.image_knobs import image_knob_findings
 from submission.requirements import read_requirements
 
 _ARG_BASE = re.compile(r"^\s*ARG\s+BASE_IMAGE(\s*=.*)?\s*$", re.IGNORECASE | re.MULTILINE)
@@ -339,7 +340,20 @@ def validate_submission(
             )
     result.challenge = spec
     result.findings += _check_names(cfg, read.lines)
-    result.findings += _check_dockerfile(directory, cfg)
+    dockerfile = _check_dockerfile(directory, cfg)
+    result.findings += dockerfile
+    if not dockerfile:
+        result.findings += image_knob_findings(
+            (directory / cfg.dockerfile).read_text(encoding="utf-8", errors="replace"),
+            cfg.config,
+            spec,
+            file=cfg.dockerfile,
+            config_where=lambda key: (
+                _at(f"engine.config.{key}", read.lines)
+                if f"engine.config.{key}" in read.lines
+                else f"{CONFIG_FILE} [engine.config] {key}"
+            ),
+        )
     if read.config is not None:
         result.findings += _check_generated_config(directory, cfg)
     if (

@@ -3,7 +3,8 @@
 Everything wrong is a ``Finding`` with a stable id, never a traceback: the safe reader's
 ``bundle.*`` findings (traversal, links, bombs, digests), then the rules: the bundle is
 for this challenge, pins this challenge's model, uses an engine kind the challenge
-allows, and its engine config passes the challenge's schema and rules.
+allows, its engine config passes the challenge's schema and rules, and its Dockerfile
+sets no engine knob of its own (``submission.image_knobs``: one source of truth).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from schemas.check_ids import (
 from schemas.engine_config import check_engine_config
 from schemas.findings import Finding
 from schemas.manifest import Manifest
+from submission.image_knobs import image_knob_findings
 from submission.safe_bundle import open_bundle
 
 
@@ -85,6 +87,22 @@ def rule_findings(manifest: Manifest, spec: ChallengeSpec) -> list[Finding]:
     return out
 
 
+def image_findings(root: Path, manifest: Manifest, spec: ChallengeSpec) -> list[Finding]:
+    """The bundle's Dockerfile against its frozen config (``submission.image_knobs``)."""
+    path = root / manifest.engine.dockerfile
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []  # a bundle without its Dockerfile fails at rebuild, naming it
+    return image_knob_findings(
+        text,
+        manifest.engine.config,
+        spec,
+        file=manifest.engine.dockerfile,
+        config_where=lambda key: f"manifest.json:engine.config.{key}",
+    )
+
+
 def intake(bundle: Path, workdir: Path, spec: ChallengeSpec) -> Intake:
     bundle_sha = sha256_file(bundle)
     dest = workdir / "bundle"
@@ -97,4 +115,5 @@ def intake(bundle: Path, workdir: Path, spec: ChallengeSpec) -> Intake:
     manifest: Manifest = opened.manifest
     manifest_sha = sha256_file(opened.root_dir / "manifest.json")
     findings += rule_findings(manifest, spec)
+    findings += image_findings(opened.root_dir, manifest, spec)
     return Intake(bundle_sha, opened.root_dir, manifest, manifest_sha, findings)

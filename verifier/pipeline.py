@@ -510,7 +510,10 @@ def _pipeline(run: _Run, workdir: Path) -> None:
     try:
         gpu = run.timed("environment", lambda: _environment(run, runner))
         run.sets = run.timed(
-            "data", lambda: evaluation_sets(spec, heldout=req.heldout, public=req.self_check)
+            "data",
+            lambda: evaluation_sets(
+                spec, heldout=req.heldout, public=req.self_check or not runner.info.sandboxed
+            ),
         )
         rec.heldout = run.sets.heldout_summary()
         model, drafter = run.timed("weights", lambda: (pinned_model(spec), pinned_drafter(spec)))
@@ -577,7 +580,16 @@ def _pipeline(run: _Run, workdir: Path) -> None:
 
 
 def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:
+    denied = req.runner.info.unsandboxed() if req.runner is not None else None
+    if denied and (req.key is not None or req.heldout):
+        given = "--key" if req.key is not None else "--heldout"
+        raise UsageError(
+            f"{denied}: {given} is refused",
+            hint="verify with --runner local-docker (a sandbox), or drop " + given,
+        )
     ev = events or Events()
+    if denied:
+        ev.log(denied)
     run = _Run(req, ev)
     req.out_dir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="podium-verify-"))

@@ -698,6 +698,14 @@ def sweep_cmd(
     set_json(json_out)
     require_entry_dir(directory)
     _need_sweep_extra(search is not None)
+    from verifier.runners.factory import runner_info
+
+    denied = runner_info(runner.value).unsandboxed()
+    if denied and margin is None:
+        raise UsageError(
+            f"{denied}, so it cannot measure the margin on the held-out set",
+            hint="give the margin (--margin 0.1), or sweep with --runner local-docker",
+        )
     cfg, problems = load_config(directory)
     if cfg is None:
         _finish({"directory": str(directory)}, problems, "")

@@ -123,10 +123,12 @@ def run_verification(
             hint="pass --key KEYFILE or set $PODIUM_SIGNING_KEY (podium keys generate KEYFILE)",
         )
     spec = resolve_challenge(challenge, bundle_challenge(bundle))
+    engine_runner = make_runner(RunnerKind(runner).value)
+    denied = engine_runner.info.unsandboxed()
     req = VerifyRequest(
         bundle=bundle,
         spec=spec,
-        runner=make_runner(RunnerKind(runner).value),
+        runner=engine_runner,
         out_dir=out,
         reported_tps=reported_tps,
         heldout=heldout,
@@ -140,7 +142,10 @@ def run_verification(
         from podium.cli.progress import RichEvents
 
         con = console()
-        what = "self-check on the public prompts" if self_check else "blind, held-out set"
+        if denied:  # the first line: what this run is not
+            con.print(f"[yellow]{markup(denied)}[/]")
+        public = self_check or denied
+        what = "self-check on the public prompts" if public else "blind, held-out set"
         con.print(
             f"verifying {markup(bundle)} against {spec.id} {spec.version} "
             f"({what}; runner {RunnerKind(runner).value})"
@@ -153,6 +158,7 @@ def run_verification(
         "evidence": str(outcome.evidence_path) if outcome.evidence_path else None,
         "signed": outcome.signed,
         "published": None,
+        "unsandboxed": denied,
     }
     if publish:
         result["published"] = _publish(outcome, key, publish)
@@ -163,6 +169,8 @@ def run_verification(
             sig = Signature("signed", key_id=key.key_id if key else None)
         elif self_check:
             sig = Signature("unsigned", unsigned_because="self-checks are never signed")
+        elif denied:
+            sig = Signature("unsigned", unsigned_because="a run with no sandbox is never signed")
         else:
             sig = Signature("unsigned", unsigned_because="no --key given (nor $PODIUM_SIGNING_KEY)")
         more = (
@@ -205,6 +213,10 @@ def _next_step(
         return (
             f"package it (`podium submission package {where}`) and hand the bundle to the "
             "organizers, e.g. `podium submission push BUNDLE --repo ORG/NAME`"
+        )
+    if result.get("unsandboxed"):
+        return (
+            "for a blind, signed result verify it in a sandbox: --runner local-docker --key KEYFILE"
         )
     published = result.get("published") or {}
     if published.get("ok"):
@@ -278,6 +290,15 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         set_json(json_out)
+        from verifier.runners.factory import runner_info
+
+        denied = runner_info(RunnerKind(runner).value).unsandboxed()
+        if denied and (key is not None or publish or heldout):
+            given = "--key" if key is not None else "--publish" if publish else "--heldout"
+            raise UsageError(
+                f"{denied}: {given} is refused, and no key was read",
+                hint="verify with --runner local-docker to sign, or drop " + given,
+            )
         raise typer.Exit(
             run_verification(
                 bundle,
@@ -287,7 +308,7 @@ def register(app: typer.Typer) -> None:
                 out=out,
                 reported_tps=reported_tps,
                 heldout=heldout,
-                key=signing_key(key),
+                key=None if denied else signing_key(key),
                 publish=publish,
                 self_check=False,
                 logs=logs,

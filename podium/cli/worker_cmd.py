@@ -151,6 +151,14 @@ def register(app: typer.Typer) -> None:
         from verifier.scale.worker import Worker, WorkerConfig
 
         set_json(json_out)
+        from verifier.runners.factory import runner_info
+
+        denied = runner_info(runner.value).unsandboxed()
+        if denied:
+            raise UsageError(
+                f"{denied}: a worker signs and publishes what it verifies, so it needs a sandbox",
+                hint="run the worker with --runner local-docker",
+            )
         cfg = WorkerConfig(
             queue=existing_queue(queue),
             store=open_store(store) if store else None,

@@ -88,7 +88,7 @@ def test_the_baseline_engine_proves_its_attention_on_the_gpu(cuda: Any) -> None:
         check = found["check"]
         print(dtype, check and check["summary"])
         assert check is not None and check["ok"], check
-        assert check["lengths"] >= 3 * found["window"]
+        assert check["longest"] >= 2 * found["window"] + 2  # two windows, and the decode
         assert found["serving"] == check["serving"]
         assert check["passed"] or found["serving"] == "eager"
 

@@ -45,13 +45,18 @@ def test_the_smoke_set_covers_each_window_multiple_and_its_neighbours() -> None:
     assert lengths_for(WINDOW, 100, dense=False) == [2, 3, 4, 63, 64, 65, 66]
 
 
-def test_the_dense_set_covers_every_length_up_to_three_windows_and_eight() -> None:
+def test_the_dense_set_holds_the_fault_lengths_the_tiles_windows_and_powers_of_two() -> None:
+    """A pass of L tests a prefill of L - 1: the float32 fault's prefills 65, 129 and 193
+    are passes of 66, 130 and 194."""
     dense = lengths_for(WINDOW, MAX_LEN, dense=True)
-    assert set(range(2, 3 * WINDOW + 9)) <= set(dense)
-    # kW - 1 .. kW + 2 up to four windows, the longest tested pass
-    assert {255, 256, 257, 258} <= set(dense)
-    assert max(dense) == 4 * WINDOW + 2
-    assert lengths_for(WINDOW, 100, dense=True) == list(range(2, 101))
+    assert {66, 130, 194} <= set(dense)  # the fault: prefills of 64k + 1
+    assert {64, 65, 128, 129, 192, 193} <= set(dense)  # and the tile's other neighbours
+    assert {2, 3, 4, 16, 17, 18, 32, 33, 34} <= set(dense)
+    assert len(dense) == 18 and max(dense) == 3 * 64 + 2
+    e4b = lengths_for(512, MAX_LEN, dense=True)  # the real model's window
+    assert {66, 130, 194, 512, 513, 514, 1024, 1025, 1026, 257, 258} <= set(e4b)
+    assert len(e4b) == 27 and max(e4b) == 2 * 512 + 2
+    assert lengths_for(512, 200, dense=True)[-1] == 194  # nothing past the model's limit
 
 
 @pytest.mark.slow

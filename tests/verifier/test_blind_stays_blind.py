@@ -9,7 +9,11 @@ participant reads: the report, ``podium verify`` on the terminal and under ``--j
 the queue request a worker marks. The organizer's log beside the report keeps the engine's
 whole output and what it answered.
 
-The engines run as plain processes (the ``process`` runner), one torch thread each.
+The engines run as plain processes, one torch thread each: in the pipeline and worker
+tests through ``VerifyingSandbox`` (the process runner posing as a sandbox, so that it is
+given the held-out set), on the command line through ``--runner process``, which has no
+sandbox and so runs on the public set: what must not leak there is the public prompts
+the engine saw.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles.sandbox import VerifyingSandbox
 from entry_bundle import entry_source, packaged
 from hostile_engines import encodings
 
@@ -26,7 +31,6 @@ from podium.cli.app import main
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.process import ProcessRunner
 from verifier.runners.reference import reference_runner
 from verifier.scale.queue.stores import LocalQueue, describe_bundle
 from verifier.scale.worker import Worker, WorkerConfig
@@ -35,6 +39,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 HELDOUT = REPO / "podium" / "data" / "tiny" / "heldout-prompts.jsonl"
+PUBLIC = REPO / "podium" / "data" / "tiny" / "public-prompts.jsonl"
 
 #: each engine, and the cause its FAILED verdict must name (podium's words)
 CAUSE = {
@@ -81,8 +86,10 @@ def _norm(text: str) -> str:
 def seen_by_engine(log: str) -> list[str]:
     """The prompts the engine was sent, as it logged them (``SEEN <json>``)."""
     seen = [json.loads(x[5:]) for x in log.splitlines() if x.startswith("SEEN ")]
-    heldout = [json.loads(x)["prompt"] for x in HELDOUT.read_text().splitlines()]
-    assert any(p in text for text in seen for p in heldout), "no held-out prompt was sent"
+    # the process runner has no sandbox, so its runs use the public set: what must not
+    # leak is whatever the run sent
+    sent = [json.loads(x)["prompt"] for f in (HELDOUT, PUBLIC) for x in f.read_text().splitlines()]
+    assert any(p in text for text in seen for p in sent), "no prompt of the run was sent"
     return seen
 
 
@@ -137,7 +144,7 @@ def test_a_hostile_engine_fails_naming_the_cause_and_the_report_holds_nothing_it
         VerifyRequest(
             bundles[engine],
             load_challenge("tiny"),
-            ProcessRunner(),  # it serves the class the bundle's [engine.env] names
+            VerifyingSandbox(),  # a process, given the held-out set as a sandbox would be
             out,
             reference=reference_runner,
         )
@@ -208,7 +215,7 @@ def test_a_worker_marks_the_request_failed_naming_the_cause_and_nothing_the_engi
         WorkerConfig(
             queue=queue,
             key=KeyPair.generate(),
-            runner=ProcessRunner,  # it serves the class the bundle's [engine.env] names
+            runner=VerifyingSandbox,  # a process, given the held-out set as a sandbox is
             out_dir=tmp_path / "out",
             reference=reference_runner,
             lease_s=120,

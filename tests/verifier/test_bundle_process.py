@@ -18,8 +18,9 @@ from entry_bundle import entry_source, packaged
 from podium.errors import UsageError
 from schemas.challenge import load_challenge
 from schemas.manifest import Manifest
+from submission.dockerfile import instructions
 from verifier.intake import intake
-from verifier.runners.bundle_process import bundle_process, instructions
+from verifier.runners.bundle_process import bundle_process
 
 SCAFFOLD_CMD = '["python", "-m", "engines.baseline", "--config", "/submission/engine-config.json"]'
 
@@ -75,10 +76,10 @@ def test_continuations_are_joined_and_comments_skipped() -> None:
         'CMD ["python", \\\n'
         '     "-m", "engines.baseline"]\n'
     )
-    assert instructions(text) == [
-        ("FROM", "base"),
-        ("ENV", "A=1      B=2"),
-        ("CMD", '["python",       "-m", "engines.baseline"]'),
+    assert [(i.name, i.args, i.line) for i in instructions(text)] == [
+        ("FROM", "base", 2),
+        ("ENV", "A=1 B=2", 4),
+        ("CMD", '["python", "-m", "engines.baseline"]', 8),
     ]
 
 

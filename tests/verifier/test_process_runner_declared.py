@@ -182,7 +182,10 @@ def test_a_declared_window_of_16_verifies_clean_through_podium_verify_with_the_p
     assert (out / "report.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["verdict"] == "UNOFFICIAL", (report["failure"], report["findings"])
-    assert report["metrics"]["ppl"]["value"] == pytest.approx(24.276, abs=0.001)
+    # on the public set: the process runner has no sandbox, so it is never given the
+    # held-out one (the windowed model's PPL on the held-out records is 24.276)
+    assert report["heldout"]["public"] is True
+    assert report["metrics"]["ppl"]["value"] == pytest.approx(21.243, abs=0.001)
     bad = [c for c in report["checks"] if c["status"] in ("fail", "error")]
     assert not bad, bad
     statuses = {c["id"]: c["status"] for c in report["checks"]}

@@ -23,11 +23,26 @@ if TYPE_CHECKING:
     from verifier.intake import Intake
 
 
+#: the first line of every run on a runner that is not ``sandboxed``
+UNSANDBOXED = (
+    "the {name} runner has no sandbox: the engine runs as this user and could read "
+    "whatever this user can, so it runs on the public set (never the held-out one) and "
+    "its result is never signed"
+)
+
+
 @dataclass(frozen=True)
 class RunnerInfo:
     name: str
     #: can a result from this runner ever be VERIFIED?
     can_verify: bool
+    #: does it keep the engine away from the verifier's files (the held-out set, the
+    #: signing key)? A runner that cannot runs on the public set and is never signed.
+    sandboxed: bool
+
+    def unsandboxed(self) -> str | None:
+        """What a run on this runner is denied, said once, first; None for a sandbox."""
+        return None if self.sandboxed else UNSANDBOXED.format(name=self.name)
 
 
 @dataclass

@@ -13,7 +13,8 @@ started): an image built with ``RUN`` steps (installed packages, patched files),
 ``FROM`` stage, an ``ENTRYPOINT``, a ``CMD`` that is not ``python -m engines.baseline``,
 an engine kind other than ``baseline`` or ``custom``, and a bundle without the baseline
 engine's code. The parse is deliberately small: an instruction it does not know is
-refused, never skipped.
+refused, never skipped. The lines are read by ``submission.dockerfile``, the reader
+``validate`` and intake use.
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from pathlib import Path, PurePosixPath
 
 from podium.errors import UsageError
 from schemas.manifest import Manifest
+from submission.dockerfile import DockerfileError, env_pairs, instructions
 
 #: the container's own addresses and paths, which the process runner sets itself
 RUNNER_SET = frozenset({"PYTHONPATH", "MODEL_PATH", "HOST", "PORT", "SERVED_MODEL_NAME"})
 #: instructions that change nothing a process would see
 INERT = frozenset({"ARG", "EXPOSE", "LABEL", "WORKDIR", "STOPSIGNAL", "HEALTHCHECK"})
-_LINE = re.compile(r"^\s*([A-Za-z]+)\s*(.*)$", re.S)
 _ENGINE_MODULE = ("-m", "engines.baseline")
 _HINT = "use --runner local-docker, which builds and runs the bundle's image"
 
@@ -43,42 +44,6 @@ class BundleProcess:
     engine_root: Path
     env: dict[str, str] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
-
-
-def instructions(text: str) -> list[tuple[str, str]]:
-    """``(INSTRUCTION, arguments)`` of a Dockerfile: comments dropped, continuations joined."""
-    out: list[tuple[str, str]] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not pending and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        if pending and line.lstrip().startswith("#"):
-            continue  # a comment inside a continued instruction
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        whole, pending = pending + line, ""
-        match = _LINE.match(whole)
-        if match is None:
-            raise UsageError(f"the Dockerfile has a line the process runner cannot read: {whole!r}")
-        out.append((match.group(1).upper(), match.group(2).strip()))
-    if pending:
-        out.append((pending.split()[0].upper(), pending.partition(" ")[2].strip()))
-    return out
-
-
-def _env_pairs(args: str) -> dict[str, str]:
-    words = shlex.split(args)
-    if words and "=" not in words[0]:  # the legacy form: ENV KEY value with spaces
-        return {words[0]: " ".join(words[1:])}
-    pairs = {}
-    for word in words:
-        key, sep, value = word.partition("=")
-        if not sep:
-            raise UsageError(f"the Dockerfile's ENV {args!r} is not KEY=value")
-        pairs[key] = value
-    return pairs
 
 
 def _exec_form(args: str, what: str) -> list[str]:
@@ -147,7 +112,11 @@ def bundle_process(root: Path, manifest: Manifest) -> BundleProcess:
     env: dict[str, str] = {}
     cmd: list[str] | None = None
     froms = 0
-    for name, args in instructions(text):
+    try:
+        steps = [(step.name, step.args) for step in instructions(text)]
+    except DockerfileError as exc:
+        raise UsageError(f"the process runner cannot read the bundle's Dockerfile: {exc}") from None
+    for name, args in steps:
         if name == "FROM":
             froms += 1
             if froms > 1:
@@ -159,7 +128,10 @@ def bundle_process(root: Path, manifest: Manifest) -> BundleProcess:
         elif name == "COPY" or name == "ADD":
             paths.copy(args)
         elif name == "ENV":
-            env.update(_env_pairs(args))
+            try:
+                env.update(env_pairs(args, env))
+            except DockerfileError as exc:
+                raise UsageError(f"the bundle's Dockerfile: {exc}") from None
         elif name == "CMD":
             cmd = _exec_form(args, "CMD")
         elif name == "ENTRYPOINT":

@@ -7,14 +7,37 @@ the reference engine torch), so naming one costs nothing.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from podium.errors import UsageError
 from schemas.challenge import ReferenceEngine
 from verifier.declared import DeclaredModel
-from verifier.runners.base import ReferenceRunner, Runner
+from verifier.runners.base import ReferenceRunner, Runner, RunnerInfo
 
 #: every runner's name, as ``--runner`` spells it
 RUNNER_NAMES = ("local-docker", "process", "hf-jobs")
+
+
+def runner_info(name: str) -> RunnerInfo:
+    """What the runner named ``name`` is (``RunnerInfo``), without making one: whether it
+    can verify, whether it is a sandbox (a command refuses a key for one that is not)."""
+    return _runner_class(name).info
+
+
+def _runner_class(name: str) -> Any:
+    if name not in RUNNER_NAMES:
+        raise ValueError(f"{name!r} is not a runner (one of {', '.join(RUNNER_NAMES)})")
+    if name == "local-docker":
+        from verifier.runners.local_docker import LocalDockerRunner
+
+        return LocalDockerRunner
+    if name == "process":
+        from verifier.runners.process import ProcessRunner
+
+        return ProcessRunner
+    from verifier.runners.hf_jobs import HfJobsRunner
+
+    return HfJobsRunner
 
 
 def make_runner(name: str) -> Runner:
@@ -23,25 +46,18 @@ def make_runner(name: str) -> Runner:
     ``hf-jobs`` drives an engine that a server job already serves, at
     ``$PODIUM_SERVER_URL`` (``$VARS`` in it expanded).
     """
-    if name not in RUNNER_NAMES:
-        raise ValueError(f"{name!r} is not a runner (one of {', '.join(RUNNER_NAMES)})")
-    if name == "local-docker":
-        from verifier.runners.local_docker import LocalDockerRunner
-
-        return LocalDockerRunner()
-    if name == "process":
-        from verifier.runners.process import ProcessRunner
-
-        return ProcessRunner()
+    cls = _runner_class(name)
+    if name != "hf-jobs":
+        runner: Runner = cls()
+        return runner
     server = os.environ.get("PODIUM_SERVER_URL")
     if not server:
         raise UsageError(
             "the hf-jobs runner drives an engine that a server job already serves",
             hint="run `podium dispatch` (it starts the jobs), or set PODIUM_SERVER_URL",
         )
-    from verifier.runners.hf_jobs import HfJobsRunner
-
-    return HfJobsRunner(os.path.expandvars(server))
+    jobs: Runner = cls(os.path.expandvars(server))
+    return jobs
 
 
 def reference_runner(

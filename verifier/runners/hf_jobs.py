@@ -32,7 +32,7 @@ OPEN_EGRESS = (
 
 
 class HfJobsRunner:
-    info = RunnerInfo(name="hf-jobs", can_verify=True)
+    info = RunnerInfo(name="hf-jobs", can_verify=True, sandboxed=True)
 
     def __init__(self, server_url: str, *, facts: dict[str, Any] | None = None):
         self.server_url = server_url.rstrip("/")

@@ -124,7 +124,7 @@ def own_cores() -> str | None:
 
 
 class LocalDockerRunner:
-    info = RunnerInfo(name="local-docker", can_verify=True)
+    info = RunnerInfo(name="local-docker", can_verify=True, sandboxed=True)
 
     def __init__(self, *, run_id: str | None = None, gpu: bool | None = None):
         """``gpu`` forces the GPU on or off; None leaves it to the pipeline's decision."""

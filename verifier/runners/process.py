@@ -14,6 +14,17 @@ frozen engine config (``ENGINE_CONFIG``, so ``SLIDING_WINDOW``, ``QUANTIZATION``
 manifest's ``[engine.env]`` (``ENGINE_CLASS`` included), and the arguments of the
 Dockerfile's ``CMD``. A bundle whose image does more than that (a ``RUN`` step, another
 server) is refused at ``prepare``, naming what the process runner cannot run.
+
+It runs **only** the bundle's code, wherever the verifier was started: the engine starts
+as ``python -P -m engines.baseline`` in a working directory of its own, with the bundle's
+``engine/`` (podium's installed copy for the reference) first on ``PYTHONPATH``, so a
+podium checkout the verifier happens to run in cannot shadow the bundle's ``engines``.
+Its environment is built from an allowlist (``engine_environment``), never from
+``os.environ``: the organizer's signing key, Hub token and own knobs stay out of it.
+
+What it cannot do is keep the engine away from what the verifier's user can read: the
+engine runs as that user. So the pipeline never gives it the held-out set (it runs on
+the public one) and never signs its result (``RunnerInfo.sandboxed`` is False).
 """
 
 from __future__ import annotations
@@ -36,6 +47,15 @@ from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
 from verifier.runners.bundle_process import BundleProcess, bundle_process
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+#: the folder that holds podium's own ``engines`` package (a checkout or site-packages)
+PODIUM_ROOT = Path(__file__).resolve().parents[2]
+#: the only variables of the verifier's environment an engine process gets: how this
+#: machine finds its GPU driver and which GPUs it may use, nothing the operator chose
+PLATFORM = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+#: the system folders of an engine's ``PATH`` (after the interpreter's own)
+MINIMAL_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+#: what the runner sets itself and no declaration may replace
+RUNNER_OWN = frozenset({"PATH", "HOME", "TMPDIR", "PYTHONPATH", "HF_HUB_OFFLINE"})
 
 
 def _dies_with_parent() -> Callable[[], None] | None:
@@ -61,6 +81,41 @@ def _dies_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
+def engine_command() -> list[str]:
+    """How an engine process starts: this interpreter, ``-P`` (neither the working
+    directory nor the script's is put first on ``sys.path``), ``-m engines.baseline``
+    resolved from ``PYTHONPATH``, on which ``engine_environment`` puts the code's root first."""
+    return [sys.executable, "-P", "-m", "engines.baseline"]
+
+
+def engine_environment(declared: dict[str, str], *, code: Path, home: Path) -> dict[str, str]:
+    """The whole environment of an engine process, by allowlist: what the runner and the
+    bundle declare (``declared``), the code's root first on ``PYTHONPATH`` (then the
+    verifier's own absolute ``PYTHONPATH`` entries, where this machine keeps libraries),
+    a ``HOME`` and a temporary folder of its own (created here, under ``home``), a minimal
+    ``PATH`` that starts with this interpreter's folder, and of the verifier's own
+    environment only the names in ``PLATFORM`` (how this machine reaches its GPU). Nothing
+    else of the operator's shell reaches the engine: no signing key, no Hub token, no knob
+    of theirs."""
+    tmp = home / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {k: os.environ[k] for k in PLATFORM if k in os.environ}
+    env.update(
+        PATH=os.pathsep.join((str(Path(sys.executable).parent), *MINIMAL_PATH)),
+        HOME=str(home),
+        TMPDIR=str(tmp),
+        HF_HOME=str(home / "huggingface"),
+        HF_HUB_OFFLINE="1",
+        LANG="C.UTF-8",
+    )
+    env.update({k: v for k, v in declared.items() if k not in RUNNER_OWN})
+    # the code first, then where this interpreter was told to find its libraries (torch,
+    # transformers): every module the code ships is its own, whatever follows it
+    given = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(code), *(p for p in given if os.path.isabs(p))])
+    return env
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -76,7 +131,7 @@ def tail(path: Path, n: int) -> str:
 
 
 class ProcessRunner:
-    info = RunnerInfo(name="process", can_verify=False)
+    info = RunnerInfo(name="process", can_verify=False, sandboxed=False)
 
     def __init__(
         self,
@@ -117,21 +172,15 @@ class ProcessRunner:
     ) -> EngineHandle:
         port = free_port()
         log_path = self._logdir / f"engine-{port}.log"
+        root = self.engine_root or PODIUM_ROOT  # None: podium's own (the reference)
         # the device the pipeline decided is a default: a bundle's own DEVICE (its frozen
         # config or its environment) wins, as it does in the container
-        env = {**os.environ, "DEVICE": "cuda" if gpu else "cpu", "HF_HUB_OFFLINE": "1"}
-        env.update(self.env)
+        env = {"DEVICE": "cuda" if gpu else "cpu", **self.env}
         if self.bundle is not None:
             env.update(self.bundle.env)
-        # the engine's code first, then whatever the verifier's own Python is given
-        root = self.engine_root or Path(__file__).resolve().parents[2]  # None: podium's own
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p
-        )
         if drafter_dir is not None:
             env["DRAFTER_PATH"] = str(drafter_dir)
-        cmd = [sys.executable, "-m", "engines.baseline"]
-        cmd += self.bundle.args if self.bundle is not None else []
+        cmd = [*engine_command(), *(self.bundle.args if self.bundle is not None else [])]
         cmd += ["--model", str(model_dir), "--host", "127.0.0.1", "--port", str(port)]
         if self.bundle is not None:  # as the container has it: a frozen knob may rename it
             env["SERVED_MODEL_NAME"] = self.served_model_name
@@ -141,9 +190,11 @@ class ProcessRunner:
             cmd += ["--device", self.device]
         if self.dtype is not None:
             cmd += ["--dtype", self.dtype]
+        env = engine_environment(env, code=root, home=self._logdir / f"home-{port}")
         log = open(log_path, "wb")  # noqa: SIM115 - owned by the process for its lifetime
         proc = subprocess.Popen(
             cmd,
+            cwd=env["HOME"],  # a directory of its own: nothing of where the verifier runs
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,

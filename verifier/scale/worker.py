@@ -93,14 +93,21 @@ class Worker:
     def _verify(self, req: QueueRequest, out: Path) -> Outcome:
         cfg = self.cfg
         bundle = cfg.queue.fetch_bundle(req, out / "bundle")
+        runner = cfg.runner()
+        # a runner with no sandbox gets neither the held-out set nor the key: its result
+        # is unsigned, so the request ends FAILED ("no signed report") and nothing is
+        # published
+        denied = runner.info.unsandboxed()
+        if denied:
+            self.say(denied)
         vreq = VerifyRequest(
             bundle=bundle,
             spec=cfg.spec_for(req.doc["challenge"]),
-            runner=cfg.runner(),
+            runner=runner,
             out_dir=out,
             reported_tps=req.doc["reported_tps"],
-            heldout=cfg.heldout,
-            key=cfg.key,
+            heldout=None if denied else cfg.heldout,
+            key=None if denied else cfg.key,
             reference=cfg.reference,
         )
         started = time.monotonic()

@@ -71,9 +71,10 @@ def main() -> None:
     """``python quickverify.py QUEUE STORE KEYFILE LEDGER OUT LEASE DELAY``: one worker."""
     from functools import partial
 
+    from doubles.sandbox import VerifyingSandbox
+
     from leaderboard.stores import open_store
     from podium.signing import load_private_key
-    from verifier.runners.process import ProcessRunner
     from verifier.scale.queue.stores import open_queue
     from verifier.scale.worker import Worker, WorkerConfig
 
@@ -82,7 +83,7 @@ def main() -> None:
         queue=open_queue(queue),
         store=open_store(store),
         key=load_private_key(Path(key)),
-        runner=ProcessRunner,
+        runner=VerifyingSandbox,
         out_dir=Path(out),
         lease_s=float(lease),
         poll_s=0.2,

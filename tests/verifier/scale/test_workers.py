@@ -19,13 +19,13 @@ import time
 from functools import partial
 from pathlib import Path
 
+from doubles.sandbox import VerifyingSandbox
 from hubserver import FakeHub
 from quickverify import quick_verify
 
 from leaderboard.stores.hub import HubStore
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
-from verifier.runners.process import ProcessRunner
 from verifier.scale.queue import request as rq
 from verifier.scale.queue.stores import LocalQueue, QueueStore, describe_bundle
 from verifier.scale.queue.stores.hub import HubQueue
@@ -47,7 +47,7 @@ def drain(queue: QueueStore, store: object, keypair: KeyPair, tmp: Path, n: int)
                 queue=queue,
                 store=store,
                 key=keypair,
-                runner=ProcessRunner,
+                runner=VerifyingSandbox,
                 out_dir=tmp / "out",
                 worker_id=f"w{i}",
                 lease_s=60,
@@ -162,7 +162,7 @@ def test_a_killed_worker_loses_nothing(
             queue=queue,
             store=store,
             key=keypair,
-            runner=ProcessRunner,
+            runner=VerifyingSandbox,
             out_dir=tmp_path / "out2",
             worker_id="rescuer",
             lease_s=30,

@@ -13,7 +13,6 @@ one commit with the parent revision on the Hub, repeated when someone else won).
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from abc import ABC, abstractmethod
@@ -51,24 +50,23 @@ class BundleToSubmit:
 
 
 def describe_bundle(path: Path, reported_tps: float | None = None) -> BundleToSubmit:
-    """Read the bundle's manifest (only its first member) for challenge, team and entry."""
-    from submission.push import read_bundle_manifest
+    """The bundle's challenge, team and entry, once the whole bundle has been read as
+    intake reads it (``submission.safe_bundle.check_bundle``): a damaged bundle is a
+    ``BundleError`` here, before anything is stored."""
+    from submission.safe_bundle import check_bundle
 
     if not path.is_file():
         raise UsageError(
             f"no such bundle: {path}", hint="package one with `podium submission package`"
         )
-    try:
-        manifest = json.loads(read_bundle_manifest(path))
-    except ValueError as exc:
-        raise UsageError(f"{path}: the manifest is not JSON: {exc}") from None
-    if reported_tps is None:
-        reported_tps = (manifest.get("reported") or {}).get("tps")
+    manifest = check_bundle(path)
+    if reported_tps is None and manifest.reported is not None:
+        reported_tps = manifest.reported.tps
     return BundleToSubmit(
         path=path,
-        challenge=str(manifest["challenge"]["id"]),
-        team=str(manifest["team"]),
-        entry=str(manifest["entry"]),
+        challenge=manifest.challenge.id,
+        team=manifest.team,
+        entry=manifest.entry,
         sha256=sha256_file(path),
         size=path.stat().st_size,
         reported_tps=float(reported_tps) if reported_tps is not None else None,
