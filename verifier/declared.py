@@ -36,6 +36,9 @@ from typing import Any
 RULES = ("budget", "identity")
 #: the knobs whose effect on the model the reference reproduces (under ``identity``)
 REPRODUCED = ("SLIDING_WINDOW", "DTYPE")
+#: weight roundings podium's baseline engine makes at load, which the reference (the same
+#: engine) reproduces exactly for an entry on that engine (under ``identity``)
+BASELINE_QUANTIZATIONS = ("int8", "int4")
 #: lossy knobs the reference cannot reproduce: judged against the quality budget
 BUDGETED = ("QUANTIZATION", "KV_CACHE_DTYPE", "CALCULATE_KV_SCALES")
 #: the budgeted knobs that change only what decoding reads back (a KV cache): with one
@@ -51,6 +54,8 @@ class DeclaredModel:
 
     dtype: str
     sliding_window: int | None = None
+    #: the baseline engine's weight rounding, reproduced (``BASELINE_QUANTIZATIONS``)
+    quantization: str | None = None
     applied: dict[str, Any] = field(default_factory=dict)
     #: declared lossy knobs the reference does not reproduce (they buy no allowance)
     budgeted: dict[str, Any] = field(default_factory=dict)
@@ -73,6 +78,7 @@ class DeclaredModel:
             "rule": self.rule,
             "dtype": self.dtype,
             "sliding_window": self.sliding_window,
+            "quantization": self.quantization,
             "applied": dict(self.applied),
             "budgeted": dict(self.budgeted),
             "in_effect": dict(self.in_effect),
@@ -80,12 +86,22 @@ class DeclaredModel:
 
     def engine_kwargs(self) -> dict[str, Any]:
         """The ``BaselineEngine`` arguments for this model, besides its dtype."""
-        return {} if self.sliding_window is None else {"sliding_window": self.sliding_window}
+        out: dict[str, Any] = {}
+        if self.sliding_window is not None:
+            out["sliding_window"] = self.sliding_window
+        if self.quantization is not None:
+            out["quantization"] = self.quantization
+        return out
 
     def engine_env(self) -> dict[str, str]:
         """The same as the baseline engine's environment knobs (the dtype is the runner's
         ``--dtype``)."""
-        return {} if self.sliding_window is None else {"SLIDING_WINDOW": str(self.sliding_window)}
+        out: dict[str, str] = {}
+        if self.sliding_window is not None:
+            out["SLIDING_WINDOW"] = str(self.sliding_window)
+        if self.quantization is not None:
+            out["QUANTIZATION"] = self.quantization
+        return out
 
 
 def _overrides(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -111,13 +127,18 @@ def _window(config: Mapping[str, Any]) -> tuple[int | None, str | None]:
 
 
 def declared_model(
-    config: Mapping[str, Any] | None, default_dtype: str, rule: str = "identity"
+    config: Mapping[str, Any] | None,
+    default_dtype: str,
+    rule: str = "identity",
+    engine_kind: str | None = None,
 ) -> DeclaredModel:
     """What of ``config`` (a frozen engine config) the reference runs under ``rule``.
 
     ``default_dtype`` is the challenge's reference dtype. Under ``identity`` a declared
     window is applied, and a declared ``DTYPE`` of float32, bfloat16 or float16 replaces
-    the dtype (``auto`` is the checkpoint's own: nothing changes). Under ``budget`` the
+    the dtype (``auto`` is the checkpoint's own: nothing changes), and for an entry on the
+    baseline engine (``engine_kind``) a declared int8 or int4 rounding of the weights is
+    reproduced too, the reference being that engine. Under ``budget`` the
     reference runs the pinned model as the spec gives it, and every declared lossy knob,
     the window and dtype included, is only listed (``budgeted``).
     """
@@ -125,7 +146,7 @@ def declared_model(
         raise ValueError(f"unknown reference_decode rule {rule!r}: one of {', '.join(RULES)}")
     config = config or {}
     if rule == "budget":
-        reproduced = declared_model(config, default_dtype, "identity")
+        reproduced = declared_model(config, default_dtype, "identity", engine_kind)
         listed = {**reproduced.applied, **reproduced.budgeted}
         return DeclaredModel(dtype=default_dtype, budgeted=listed, rule=rule)
     applied: dict[str, Any] = {}
@@ -142,6 +163,16 @@ def declared_model(
     budgeted = {
         key: config[key] for key in BUDGETED if config.get(key) not in (None, "", "auto", False, 0)
     }
+    quantization = None
+    raw_q = budgeted.get("QUANTIZATION")
+    if engine_kind == "baseline" and isinstance(raw_q, str) and raw_q in BASELINE_QUANTIZATIONS:
+        quantization = raw_q
+        applied["QUANTIZATION"] = budgeted.pop("QUANTIZATION")
     return DeclaredModel(
-        dtype=dtype, sliding_window=window, applied=applied, budgeted=budgeted, rule=rule
+        dtype=dtype,
+        sliding_window=window,
+        quantization=quantization,
+        applied=applied,
+        budgeted=budgeted,
+        rule=rule,
     )

@@ -371,7 +371,8 @@ def _declared(run: _Run) -> DeclaredModel:
     config = manifest.engine.config if manifest is not None else None
     spec = run.req.spec
     rule = str(spec.check("reference_decode").get("rule", "budget"))
-    model = declared_model(config, spec.reference.dtype, rule)
+    kind = manifest.engine.kind if manifest is not None else None
+    model = declared_model(config, spec.reference.dtype, rule, kind)
     return dataclasses.replace(model, in_effect=dict(run.in_effect))
 
 

@@ -231,6 +231,19 @@ def test_under_the_budget_rule_the_reference_is_the_pinned_model_whatever_is_dec
     assert model.engine_env() == {} and model.rule == "budget"
 
 
+def test_the_baseline_engines_int8_rounding_is_reproduced_under_identity() -> None:
+    """The reference is podium's baseline engine: its own int8 rounding is exact to
+    reproduce for an entry on that engine; vLLM's int8 is another computation."""
+    baseline = declared_model({"QUANTIZATION": "int8"}, "float32", "identity", "baseline")
+    assert baseline.quantization == "int8" and baseline.applied == {"QUANTIZATION": "int8"}
+    assert baseline.engine_kwargs() == {"quantization": "int8"}
+    assert baseline.engine_env() == {"QUANTIZATION": "int8"} and baseline.reproduces
+    vllm = declared_model({"QUANTIZATION": "int8"}, "float32", "identity", "vllm")
+    assert vllm.quantization is None and vllm.budgeted == {"QUANTIZATION": "int8"}
+    budget = declared_model({"QUANTIZATION": "int8"}, "float32", "budget", "baseline")
+    assert budget.quantization is None and budget.budgeted == {"QUANTIZATION": "int8"}
+
+
 def test_quantisation_and_the_kv_cache_dtype_are_budgeted_not_reproduced() -> None:
     model = declared_model(
         {"QUANTIZATION": "fp8", "KV_CACHE_DTYPE": "fp8", "DTYPE": "auto"}, "bfloat16"
