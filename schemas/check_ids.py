@@ -337,15 +337,16 @@ REFERENCE_SELF_TEST = _declare(
 INTEGRITY_REFERENCE_DECODE = _declare(
     "integrity.reference-decode",
     "reference",
-    "sampled timed answers, teacher-forced through the verifier's model as declared, are "
-    "no lossier than the engine's own scoring admits, within the quality budget",
+    "the timed answers, teacher-forced through the verifier's model, are no lossier than an "
+    "honest model's at the PPL cap (or, under the identity rule, the declared model's greedy "
+    "decode)",
     check=True,
 )
 PPL_REFERENCE_MISMATCH = _declare(
     "ppl.reference-mismatch",
     "reference",
-    "the engine scores sampled PPL records no better than the verifier's model as declared, "
-    "on average (and per record where the reference reproduces the declared model)",
+    "the engine scores sampled PPL records no better than the verifier's model, on average "
+    "and per record, and its answers name their own top",
     check=True,
 )
 INTEGRITY_SAME_PATH = _declare(
