@@ -20,6 +20,7 @@ from factories import make_report, seeded_records
 from rich.console import Console
 from rich.table import Table
 
+from leaderboard.publish import head_signer
 from leaderboard.stores.local import LocalStore
 from podium.cli.app import main
 from podium.cli.challenge_cmd import _describe
@@ -118,7 +119,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalStore, Path, l
     records = seeded_records(keypair)
     st = LocalStore(root / "store")
     st.publish_key(keypair.public_pem())
-    st.publish(records)
+    st.publish(records, head_signer(keypair))
     return st, public, records
 
 
