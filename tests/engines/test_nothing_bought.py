@@ -74,6 +74,12 @@ def _verify(bundle: Path, out: Path, **env: str) -> dict[str, Any]:
     return outcome.evidence
 
 
+@pytest.fixture(scope="module")
+def lossy_alone(plain: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Lossy speculation with nothing bought: the yardstick of the first two pairs."""
+    return _verify(plain, tmp_path_factory.mktemp("alone"), BUY_LOSSY_NATS="0.9")
+
+
 def _errors(report: dict[str, Any]) -> set[str]:
     return {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
 
@@ -83,12 +89,12 @@ def _check(report: dict[str, Any], check_id: str) -> dict[str, Any]:
 
 
 def test_lossy_speculation_is_rejected_with_and_without_a_lowered_scoring_and_hidden_tops(
-    plain: Path, tmp_path: Path
+    plain: Path, lossy_alone: dict[str, Any], tmp_path: Path
 ) -> None:
     """A draft kept wherever it is within 0.9 nats of the top: REJECTED by the reference
     decode alone; lowering every scoring log-probability and withholding every top changes
     no bound, and the withheld tops are a finding of their own."""
-    alone = _verify(plain, tmp_path / "alone", BUY_LOSSY_NATS="0.9")
+    alone = lossy_alone
     bought = _verify(
         plain, tmp_path / "bought", BUY_LOSSY_NATS="0.9", BUY_LOWER_NATS="0.0131", BUY_HIDE_TOPS="1"
     )
@@ -104,9 +110,9 @@ def test_lossy_speculation_is_rejected_with_and_without_a_lowered_scoring_and_hi
 
 
 def test_a_declared_kv_cache_the_engine_ignores_buys_nothing(
-    plain: Path, kv_declared: Path, tmp_path: Path
+    lossy_alone: dict[str, Any], kv_declared: Path, tmp_path: Path
 ) -> None:
-    alone = _verify(plain, tmp_path / "alone", BUY_LOSSY_NATS="0.9")
+    alone = lossy_alone
     declared = _verify(kv_declared, tmp_path / "declared", BUY_LOSSY_NATS="0.9")
     assert alone["verdict"] == declared["verdict"] == "REJECTED"
     same = _check(declared, "integrity.same-path")["details"]
