@@ -175,9 +175,7 @@ def undeclared_rows(names: str) -> list[Any]:
     honest = [r for r in margin_rows() if r.kind == "honest"]
     if names:
         known = {r.name for r in honest}
-        honest += [
-            r for r in table_rows() if r.kind == "honest" and r.name not in known
-        ]
+        honest += [r for r in table_rows() if r.kind == "honest" and r.name not in known]
         wanted = {n.strip() for n in names.split(",") if n.strip()}
         unknown = wanted - {r.name for r in honest}
         if unknown:
