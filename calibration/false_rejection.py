@@ -199,6 +199,7 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
                 "run": i,
                 "verdict": report.get("verdict"),
                 "wall_s": done["wall_s"],
+                "failure": report.get("failure"),
                 "error_findings": sorted(
                     {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
                 ),
