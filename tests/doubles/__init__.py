@@ -9,7 +9,8 @@ Two forms of each cheat exist where they can:
   this package as ``engine/doubles/``, on the container's ``PYTHONPATH``); one module per
   check it attacks: ``scoring`` (the ``ppl.*`` checks), ``decode``
   (``integrity.reference-decode``, ``integrity.same-path``), ``replay``
-  (``integrity.caching``), ``counts`` (``integrity.lengths``, ``tps.usage-mismatch``),
+  (``integrity.caching``), ``corpus`` (``integrity.controls``), ``counts``
+  (``integrity.lengths``, ``tps.usage-mismatch``),
   ``robustness`` (``integrity.isolation``, FAILED runs) and ``honest`` (the yardsticks);
 - a *fake* switch, a field of ``doubles.fake_engine.Misbehave``: the arithmetic fake
   engine over HTTP, for fast tests of one check.
@@ -48,6 +49,7 @@ CATALOGUE: dict[str, Double] = {
     # honest yardsticks
     "Honest": Double((), "honest"),
     "Undeclared": Double((), "honest"),
+    "NgramLookup": Double((), "honest"),
     # scoring
     "PositiveLogprobs": Double(("ppl.logprob-positive",), "scoring", ("positive_logprobs",)),
     "ScaledLogprobs": Double(("ppl.reference-mismatch",), "scoring", ("scale_logprobs",)),
@@ -88,6 +90,14 @@ CATALOGUE: dict[str, Double] = {
         ("integrity.caching",), "replay", ("cache_replies", "slow_after_fresh_s")
     ),
     "ReplayShaped": Double(("integrity.caching",), "replay"),
+    # a known corpus (fresh controls)
+    "CorpusReplay": Double(("integrity.controls",), "corpus", ("known_prompts",)),
+    "CorpusReplayPaced": Double(("integrity.controls",), "corpus"),
+    "CorpusReplayVerified": Double(("integrity.controls",), "corpus"),
+    "CorpusReplayLossyControls": Double(
+        ("integrity.controls", "integrity.reference-decode"),
+        switches=("known_prompts", "lossy_unknown"),
+    ),
     # counts
     "EarlyStop": Double(("integrity.lengths",), "counts", ("early_stop",)),
     "EosPadding": Double(("integrity.lengths",), switches=("eos_padding",)),

@@ -1,0 +1,169 @@
+"""``integrity.controls``: no answer is cheaper than computing it.
+
+An engine that knows the prompt corpus can decode every prompt before it is asked and
+replay the timed answers from that table: each is the model's exact greedy answer and
+no timed prompt repeats, so no other check sees it. Every planned trial therefore times
+fresh controls among its requests (``verifier.harness.controls``): prompts made at run
+time from the verifier's seed, shaped like the held-out prompts, which no table made
+before the run can hold. An engine must compute them, whatever it does with the rest.
+
+**Speed.** With ``t`` the time per token (latency / generated tokens, both measured by
+the verifier) of one timed answer:
+
+    ratio = median(t of the controls) / mean(t of the other timed answers)
+
+must be at most ``max_ratio`` over the run, and at most ``decisive_ratio`` in each trial
+that has controls. An honest engine runs a control at the speed of the prompt it stands
+in for, so its ratio scatters around 1 (a little under: a mean is pulled up by slow
+outliers that a median of the controls shrugs off). An engine that replays a share ``f``
+of its timed answers ``s`` times faster moves the mean to ``(1 - f + f / s)`` of the
+honest one, and the ratio with it: exactly its gain in TPS on those requests. So
+``max_ratio`` is the most a replay can gain unseen, and a replay of every answer is
+seen at any speed-up above it. On an unstable clock (``tps.unstable``) a ratio between
+``max_ratio`` and ``decisive_ratio`` may be the machine's noise: the result is then
+``error`` (could not judge: FAILED); past ``decisive_ratio`` it fails as ever.
+
+**Agreement.** Every control is scored by the reference like a timed answer
+(``verifier.harness.reference.sample_answers``), so a made-up control answer fails
+``integrity.reference-decode``. Here the controls' mean gap (nats a token between the
+reference's top and the generated token) is compared with the other sampled answers':
+it may exceed theirs by at most ``max_gap_excess_nats``. A replayer's timed answers are
+exact (gap 0), so it cannot spend the run's quality budget on cheap controls to bring
+their speed down to its replays'. Without a reference (none was run) only the speed is
+judged, and the result says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from schemas.check_ids import INTEGRITY_CONTROLS
+from verifier.checks.base import (
+    CheckContext,
+    CheckOutcome,
+    disabled,
+    enabled,
+    failed,
+    passed,
+    skipped,
+    unreliable,
+)
+from verifier.evidence import AnswerScore, RequestRecord
+
+CHECK_ID = INTEGRITY_CONTROLS
+
+
+def speed_ratio(records: list[RequestRecord]) -> float | None:
+    """median(time per token of the fresh controls) / mean(that of the other answers)."""
+    controls = [r.s_per_token for r in records if r.fresh and r.counted_tokens]
+    rest = [r.s_per_token for r in records if not r.fresh and r.counted_tokens]
+    if not controls or not rest:
+        return None
+    mean = statistics.fmean(rest)
+    return statistics.median(controls) / mean if mean > 0 else float("inf")
+
+
+def _mean_gap(answers: list[AnswerScore]) -> float | None:
+    tokens = sum(len(a.gaps) for a in answers)
+    return sum(sum(a.gaps) for a in answers) / tokens if tokens else None
+
+
+def agreement(answers: list[AnswerScore]) -> dict[str, Any] | None:
+    """The mean reference gap of the fresh controls and of the other sampled answers."""
+    scored = [a for a in answers if a.positions]
+    controls = [a for a in scored if a.fresh]
+    rest = [a for a in scored if not a.fresh and not a.control]
+    control_gap, rest_gap = _mean_gap(controls), _mean_gap(rest)
+    if control_gap is None or rest_gap is None:
+        return None
+    return {
+        "controls": len(controls),
+        "answers": len(rest),
+        "control_mean_gap": round(control_gap, 4),
+        "answer_mean_gap": round(rest_gap, 4),
+        "excess": round(control_gap - rest_gap, 4),
+    }
+
+
+def controls(ctx: CheckContext) -> CheckOutcome:
+    settings = enabled(ctx.spec, "controls")
+    if settings is None:
+        return disabled(CHECK_ID)
+    if ctx.tps is None:
+        return skipped(CHECK_ID, "no timed run")
+    records = ctx.tps.records
+    fresh = [r for r in records if r.fresh]
+    overall = speed_ratio(records)
+    if overall is None:
+        return skipped(CHECK_ID, "no fresh control was timed beside other timed answers")
+    max_ratio = float(settings["max_ratio"])
+    decisive = float(settings["decisive_ratio"])
+    per_trial: dict[str, float] = {}
+    for trial in sorted({r.trial for r in fresh}):
+        ratio = speed_ratio([r for r in records if r.trial == trial])
+        if ratio is not None:
+            per_trial[str(trial)] = round(ratio, 3)
+    worst = max(per_trial.values(), default=overall)
+    details: dict[str, Any] = {
+        "ratio": round(overall, 3),
+        "per_trial": per_trial,
+        "max_ratio": max_ratio,
+        "decisive_ratio": decisive,
+        "controls": len(fresh),
+        "answers": len(records) - len(fresh),
+    }
+    speed = (
+        f"{len(fresh)} fresh controls ran at {overall:.2f}x the time per token of the other "
+        f"{len(records) - len(fresh)} timed answers (median against mean; limit "
+        f"{max_ratio:.2f}x, {decisive:.1f}x in any trial; worst trial {worst:.2f}x)"
+    )
+    problems: list[str] = []
+    lossier = False
+    if overall > max_ratio:
+        problems.append(
+            f"the other timed answers ran {overall:.2f}x faster than the fresh controls, "
+            f"over the {max_ratio:.2f}x an honest engine stays within"
+        )
+    if worst > decisive:
+        problems.append(f"one trial's answers ran {worst:.2f}x faster than its controls")
+    gaps = None
+    if ctx.reference_evidence is not None:
+        gaps = agreement(ctx.reference_evidence.answers)
+    limit = float(settings["max_gap_excess_nats"])
+    details["agreement"] = gaps
+    details["max_gap_excess_nats"] = limit
+    if gaps is None:
+        judged_gaps = "; no reference scored them, so their agreement was not compared"
+    else:
+        judged_gaps = (
+            f"; their mean reference gap {gaps['control_mean_gap']:.3f} nats against "
+            f"{gaps['answer_mean_gap']:.3f} for {gaps['answers']} sampled answers "
+            f"(at most {limit:.3f} more)"
+        )
+        if gaps["excess"] > limit:
+            lossier = True
+            problems.append(
+                f"the fresh controls' answers are {gaps['excess']:.3f} nats a token lossier "
+                f"than the other answers (at most {limit:.3f}): cheaper work where the "
+                "verifier could not have known the answer"
+            )
+    text = speed + judged_gaps
+    if not problems:
+        return passed(CHECK_ID, text, details)
+    stability = ctx.tps.stability
+    noise = not lossier and max(worst, overall) <= decisive
+    if noise and stability is not None and not stability.stable:
+        return unreliable(
+            CHECK_ID,
+            f"{text}, but on an unstable clock ({stability.why}) a ratio under "
+            f"{decisive:.1f}x may be the machine's noise: it proves nothing either way",
+            details,
+            hint="re-run on a quiet machine",
+        )
+    return failed(
+        CHECK_ID,
+        f"{'; '.join(problems)}: {text}",
+        details,
+        hint="compute every answer: no precomputed or replayed answers, on any prompt",
+    )
