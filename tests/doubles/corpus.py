@@ -10,7 +10,8 @@ hold does (a fresh control, made at run time).
 
 - ``CorpusReplay``: replays every known prompt at once, unpaced.
 - ``CorpusReplayPaced``: the same, each replay paced to ``CHEAT_PACE`` (20) times the
-  engine's own honest speed, measured at start-up (1.5 looks like a well-tuned engine).
+  engine's own honest speed, the median of the requests it computed (the verifier's
+  warm-ups, the prompts it cannot replay); 1.5 looks like a well-tuned engine.
 - ``CorpusReplayVerified``: decodes only ``CHEAT_START_SHARE`` (half) of the corpus at
   start-up, and extends the table by ``CHEAT_EXTEND`` (64) prompts each time the
   verifier waits on an untimed request (a scoring request: its clock is stopped); checks
@@ -173,32 +174,33 @@ class CorpusReplay(_CorpusTable):
 
 
 class CorpusReplayPaced(_CorpusTable):
-    """Every replay paced to ``CHEAT_PACE`` times the engine's own honest speed, measured
-    on a few corpus prompts at start-up: as fast as a well-tuned engine might look."""
+    """Every replay paced to ``CHEAT_PACE`` times the engine's own honest speed: the median
+    time per token of the requests it computed (the verifier's warm-ups, the prompts it
+    could not replay), as fast as a well-tuned engine might look."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        rates = []
-        sampling = SamplingParams(
-            max_tokens=self.answer_tokens,
-            temperature=0.0,
-            top_p=1.0,
-            top_k=0,
-            seed=1,
-            ignore_eos=True,
-            min_tokens=0,
-            stop_token_ids=(),
-            logprobs=None,
-        )
-        for ids in list(self.table)[:3]:
-            t0 = time.perf_counter()
-            list(BaselineEngine.start(self, list(ids), sampling, None))
-            rates.append((time.perf_counter() - t0) / self.answer_tokens)
-        self.honest_s_per_token = statistics.median(rates)
         self.speedup = env_float("CHEAT_PACE", 20.0)
+        self.honest_s: list[float] = []
+
+    def honest(self, prompt_ids: list[int], sampling: SamplingParams) -> Generation:
+        t0 = time.perf_counter()
+        gen = super().honest(prompt_ids, sampling)
+        inner = gen.steps
+
+        def timed() -> Iterator[TokenStep]:
+            n = 0
+            for step in inner:
+                n += 1
+                yield step
+            self.honest_s.append((time.perf_counter() - t0) / max(1, n))
+
+        gen.steps = timed()
+        return gen
 
     def pace(self, tokens: int) -> Any:
-        until = time.perf_counter() + tokens * self.honest_s_per_token / self.speedup
+        per_token = statistics.median(self.honest_s) if self.honest_s else 0.0
+        until = time.perf_counter() + tokens * per_token / self.speedup
 
         def wait() -> None:
             left = until - time.perf_counter()
