@@ -89,9 +89,7 @@ def test_controls_are_new_prompts_shaped_like_the_held_out_ones() -> None:
     assert again == made and other != made
 
 
-def test_every_planned_trial_times_its_controls_in_its_first_pass_and_the_rest_is_unchanged() -> (
-    None
-):
+def test_every_trial_times_its_controls_in_its_first_pass_and_the_rest_is_unchanged() -> None:
     args: dict[str, Any] = dict(
         seed=5,
         trials=3,
@@ -109,6 +107,10 @@ def test_every_planned_trial_times_its_controls_in_its_first_pass_and_the_rest_i
     assert sorted(plan.fresh.values()) == list(range(6))
     assert all(0 <= p < 8 for (_, p) in plan.fresh)
     assert [t["fresh"] for t in plan.to_dict()["per_trial"]] == [2, 2, 2]  # type: ignore[index]
+    # extra trials (run while the planned ones disagree) carry controls as well
+    extra = planning.make_plan(**args, fresh_per_trial=2, fresh_trials=5)
+    assert [len(extra.fresh_in(t)) for t in range(6)] == [2, 2, 2, 2, 2, 0]
+    assert extra.at == without.at
 
 
 # -- through the harness ---------------------------------------------------------------------

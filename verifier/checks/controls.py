@@ -2,7 +2,7 @@
 
 An engine that knows the prompt corpus can decode every prompt before it is asked and
 replay the timed answers from that table: each is the model's exact greedy answer and
-no timed prompt repeats, so no other check sees it. Every planned trial therefore times
+no timed prompt repeats, so no other check sees it. Every trial (extra ones too) times
 fresh controls among its requests (``verifier.harness.controls``): prompts made at run
 time from the verifier's seed, shaped like the held-out prompts, which no table made
 before the run can hold. An engine must compute them, whatever it does with the rest.

@@ -4,8 +4,8 @@ An engine that knows the prompt corpus (a shipped held-out set, one drawn from a
 dataset) can decode every prompt before the verifier asks and replay the answers: each
 is the model's exact greedy answer and no timed prompt repeats, so nothing in the answers
 shows it. What it cannot know is a prompt that did not exist before the run. So every
-planned trial carries ``integrity.controls.per_trial`` such prompts among its timed
-requests (``verifier.harness.plan``), made here from the verifier's plan seed (fresh for
+trial (extra ones included) carries ``integrity.controls.per_trial`` such prompts among
+its timed requests (``verifier.harness.plan``), made here from the verifier's plan seed (fresh for
 every verification, recorded in the report only once the run is over):
 
 - each is shaped like the held-out prompt it stands in for, drawn at random: the same

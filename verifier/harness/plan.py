@@ -6,8 +6,9 @@ random trial (``Plan.at``), drawn from a seed made fresh for every verification 
 recorded in the report once the run is over. So the engine meets one stream from the
 first timed request to the last, and cannot behave while it is being scored and cheat
 once scoring is done, or the other way round. The fresh controls are placed by the
-same seed (``Plan.fresh``), but they are timed requests, not untimed ones: each takes
-the place of a held-out prompt in its trial's first pass.
+same seed (``Plan.fresh``), in every trial that may run, extra ones included, but they
+are timed requests, not untimed ones: each takes the place of a held-out prompt in its
+trial's first pass.
 
 An untimed request sent at position ``p`` of a trial goes out after the timed request
 ``p - 1`` has been answered and before request ``p`` is sent; the trial's clock is
@@ -90,6 +91,7 @@ def make_plan(
     same_path_probes: int,
     controls_per_trial: int,
     fresh_per_trial: int = 0,
+    fresh_trials: int | None = None,
 ) -> Plan:
     """Place every untimed request; see the module docstring.
 
@@ -98,9 +100,10 @@ def make_plan(
     prompts (the held-out set, ``distinct_prompts``, has run out by then): every pass
     draws prompts no earlier request carried, so with a set large enough for the planned
     trials there is no replay to look for, and none is placed. Fresh controls go into
-    every planned trial, ``fresh_per_trial`` distinct positions of its first pass (at
-    most all but one), drawn from a stream of the seed of their own, so the rest of the
-    plan is what it would be without them.
+    every trial that may run (``fresh_trials``: the spec's ``max_trials``, extra trials
+    included, else the planned ones), ``fresh_per_trial`` distinct positions of its first
+    pass (at most all but one), drawn from a stream of the seed of their own, so the rest
+    of the plan is what it would be without them.
     """
     rng = random.Random(seed)
     plan = Plan(seed=seed, trials=trials)
@@ -132,7 +135,7 @@ def make_plan(
     fresh = random.Random(f"{seed}:fresh-positions")
     k = min(fresh_per_trial, requests_per_trial - 1)
     n = 0
-    for trial in range(trials):
+    for trial in range(trials if fresh_trials is None else max(trials, fresh_trials)):
         for position in sorted(fresh.sample(range(requests_per_trial), max(0, k))):
             plan.fresh[(trial, position)] = n
             n += 1

@@ -162,6 +162,7 @@ class _Evaluation:
             same_path_probes=int(same_path["sample"]) if same_path.get("enabled") else 0,
             controls_per_trial=int(caching["controls"]) if caching.get("enabled") else 0,
             fresh_per_trial=int(controls["per_trial"]) if controls.get("enabled") else 0,
+            fresh_trials=tps.max_trials,
         )
         self.evidence = Evidence(plan=self.plan.to_dict())
         rendered = self.evidence.rendered
@@ -181,7 +182,7 @@ class _Evaluation:
         self.controls = control_prompts(heldout, heldout, n, rng, length)
         for prompt in self.controls:
             length(prompt)
-        # fresh controls: made from the seed now, timed in the planned trials' first passes
+        # fresh controls: made from the seed now, timed in every trial's first pass
         made = fresh_controls(
             heldout, self.plan.count(planning.FRESH), random.Random(f"{seed}:fresh")
         )

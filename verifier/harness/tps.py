@@ -18,7 +18,7 @@ tokens are counted by the harness from the returned ``token_ids`` (or, if the sp
 the verifier's tokenizer), never from the engine's ``usage``. Warm-up requests on the
 public prompts come first and are not timed.
 
-A planned trial's first pass may carry fresh controls (``verifier.harness.controls``):
+A trial's first pass may carry fresh controls (``verifier.harness.controls``):
 prompts made at run time, each in the place of a held-out prompt, timed and counted like
 it (``RequestRecord.fresh``). Untimed requests (PPL records, probes) can be placed among
 the timed ones (``verifier.harness.plan``): a trial's clock stops while they run, so a
@@ -350,8 +350,8 @@ async def measure_tps(
 
     ``pauses(trial)`` gives the positions where ``pause`` runs untimed requests in a
     planned trial; extra trials have none. ``fresh(trial)`` gives the fresh controls timed
-    in a planned trial's first pass, by position. ``prompts`` in a plain sequence are
-    drawn in order (``PromptStream`` without a seed).
+    in a trial's first pass, by position (extra trials too: a replay there shows as well).
+    ``prompts`` in a plain sequence are drawn in order (``PromptStream`` without a seed).
     """
     stream = prompts if isinstance(prompts, PromptStream) else PromptStream(prompts)
     tps = spec.tps
@@ -372,7 +372,7 @@ async def measure_tps(
             pauses=pauses(index) if pauses is not None and planned else (),
             pause=pause,
             on_record=on_record,
-            fresh=fresh(index) if fresh is not None and planned else None,
+            fresh=fresh(index) if fresh is not None else None,
         )
         trials.append(trial)
         records.extend(trial_records)
