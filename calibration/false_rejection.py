@@ -193,9 +193,7 @@ def control_rows(cheats: bool = False) -> list[Any]:
     honest speculative decoding by n-gram lookup (whose speed depends on the text); with
     ``cheats``, also the corpus replayers it must reject (``tests/doubles/corpus.py``),
     reading tiny's shipped held-out set."""
-    import doubles
-
-    from calibration.calibrate import Row
+    from calibration.calibrate import Row, doubles
 
     rows = [
         Row("honest baseline", "honest"),
