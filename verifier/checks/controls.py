@@ -10,18 +10,19 @@ before the run can hold. An engine must compute them, whatever it does with the 
 **Speed.** With ``t`` the time per token (latency / generated tokens, both measured by
 the verifier) of one timed answer:
 
-    ratio = median(t of the controls) / mean(t of the other timed answers)
+    ratio = mean(t of the fastest 80 % of the controls)
+            / mean(t of the fastest 80 % of the other timed answers)
 
 must be at most ``max_ratio`` over the run, and at most ``decisive_ratio`` in each trial
-that has controls. An honest engine runs a control at the speed of the prompt it stands
-in for, so its ratio scatters around 1 (a little under: a mean is pulled up by slow
-outliers that a median of the controls shrugs off). An engine that replays a share ``f``
-of its timed answers ``s`` times faster moves the mean to ``(1 - f + f / s)`` of the
-honest one, and the ratio with it: exactly its gain in TPS on those requests. So
-``max_ratio`` is the most a replay can gain unseen, and a replay of every answer is
-seen at any speed-up above it. On an unstable clock (``tps.unstable``) a ratio between
-``max_ratio`` and ``decisive_ratio`` may be the machine's noise: the result is then
-``error`` (could not judge: FAILED); past ``decisive_ratio`` it fails as ever.
+(every trial has controls). An honest engine runs a control at the speed of the prompt
+it stands in for, so its ratio scatters around 1: the slowest fifth of each side, where
+a busy machine's stalls land, is left out of both alike. An engine that replays a share
+``f`` of its timed answers ``s`` times faster gains ``G = 1 / (1 - f + f / s)`` in TPS on
+them, and its replays, the fastest answers, all stay in the mean: the ratio moves by at
+least ``G``. So ``max_ratio`` is the most a replay can gain unseen, and a replay of every
+answer is seen at any speed-up above it. On an unstable clock (``tps.unstable``) a ratio
+between ``max_ratio`` and ``decisive_ratio`` may be the machine's noise: the result is
+then ``error`` (could not judge: FAILED); past ``decisive_ratio`` it fails as ever.
 
 **Agreement.** Every control is scored by the reference like a timed answer
 (``verifier.harness.reference.sample_answers``), so a made-up control answer fails
@@ -35,6 +36,7 @@ judged, and the result says so.
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -54,14 +56,25 @@ from verifier.evidence import AnswerScore, RequestRecord
 CHECK_ID = INTEGRITY_CONTROLS
 
 
+#: the share of each side's answers, the fastest, whose mean time per token is compared
+KEEP = 0.8
+
+
+def fastest_mean(values: list[float], keep: float = KEEP) -> float:
+    """The mean of the fastest ``keep`` share of ``values`` (at least one)."""
+    ordered = sorted(values)
+    return statistics.fmean(ordered[: max(1, math.ceil(keep * len(ordered)))])
+
+
 def speed_ratio(records: list[RequestRecord]) -> float | None:
-    """median(time per token of the fresh controls) / mean(that of the other answers)."""
+    """Time per token of the fresh controls against that of the other timed answers: the
+    mean of the fastest ``KEEP`` of each side."""
     controls = [r.s_per_token for r in records if r.fresh and r.counted_tokens]
     rest = [r.s_per_token for r in records if not r.fresh and r.counted_tokens]
     if not controls or not rest:
         return None
-    mean = statistics.fmean(rest)
-    return statistics.median(controls) / mean if mean > 0 else float("inf")
+    mean = fastest_mean(rest)
+    return fastest_mean(controls) / mean if mean > 0 else float("inf")
 
 
 def _mean_gap(answers: list[AnswerScore]) -> float | None:
@@ -115,7 +128,7 @@ def controls(ctx: CheckContext) -> CheckOutcome:
     }
     speed = (
         f"{len(fresh)} fresh controls ran at {overall:.2f}x the time per token of the other "
-        f"{len(records) - len(fresh)} timed answers (median against mean; limit "
+        f"{len(records) - len(fresh)} timed answers (the fastest 80 % of each; limit "
         f"{max_ratio:.2f}x, {decisive:.1f}x in any trial; worst trial {worst:.2f}x)"
     )
     problems: list[str] = []
