@@ -36,6 +36,7 @@ SETTINGS = {
     "per_trial": 2,
     "max_ratio": 1.25,
     "decisive_ratio": 3.0,
+    "noise_sigmas": 3.0,
     "max_gap_excess_nats": 0.1,
 }
 SPEC = small_spec(num_prompts=6, integrity={"controls": SETTINGS})
@@ -239,6 +240,19 @@ def test_on_an_unstable_clock_a_ratio_short_of_decisive_cannot_be_judged() -> No
     noisy = controls(ctx(stream(0.10, 0.15), stable=False))
     assert noisy.result.status == "error" and not noisy.findings
     assert controls(ctx(stream(0.10, 0.50), stable=False)).result.status == "fail"
+
+
+def test_a_ratio_over_the_bound_within_the_answers_own_scatter_cannot_be_judged() -> None:
+    """An honest engine on a busy machine: its answers scatter by a third either way, and
+    six controls cannot tell 1.3x from 1. Not REJECTED: FAILED, never VERIFIED."""
+    records = []
+    for t in range(3):
+        records += [record(t, p, (0.07, 0.10, 0.13)[p % 3]) for p in range(6)]
+        records += [record(t, 6 + p, (0.09, 0.18)[p], fresh=True) for p in range(2)]
+    out = controls(ctx(records))
+    assert out.result.details["ratio"] > 1.25
+    assert out.result.status == "error" and not out.findings
+    assert "scatter too much" in out.result.summary
 
 
 def test_controls_lossier_than_the_rest_fail_even_at_the_same_speed() -> None:

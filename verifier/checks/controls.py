@@ -20,9 +20,12 @@ a busy machine's stalls land, is left out of both alike. An engine that replays 
 ``f`` of its timed answers ``s`` times faster gains ``G = 1 / (1 - f + f / s)`` in TPS on
 them, and its replays, the fastest answers, all stay in the mean: the ratio moves by at
 least ``G``. So ``max_ratio`` is the most a replay can gain unseen, and a replay of every
-answer is seen at any speed-up above it. On an unstable clock (``tps.unstable``) a ratio
-between ``max_ratio`` and ``decisive_ratio`` may be the machine's noise: the result is
-then ``error`` (could not judge: FAILED); past ``decisive_ratio`` it fails as ever.
+answer is seen at any speed-up above it. A ratio between ``max_ratio`` and
+``decisive_ratio`` may be the machine's noise, on an unstable clock (``tps.unstable``) or
+where it is within ``noise_sigmas`` standard errors of 1 (the scatter of the kept answers
+of each side, by the delta method): the result is then ``error`` (could not judge:
+FAILED, never VERIFIED); past ``decisive_ratio`` it fails as ever. Noise an engine makes
+on purpose buys it that FAILED, no more.
 
 **Agreement.** Every control is scored by the reference like a timed answer
 (``verifier.harness.reference.sample_answers``), so a made-up control answer fails
@@ -60,21 +63,43 @@ CHECK_ID = INTEGRITY_CONTROLS
 KEEP = 0.8
 
 
+def _fastest(values: list[float], keep: float = KEEP) -> list[float]:
+    ordered = sorted(values)
+    return ordered[: max(1, math.ceil(keep * len(ordered)))]
+
+
 def fastest_mean(values: list[float], keep: float = KEEP) -> float:
     """The mean of the fastest ``keep`` share of ``values`` (at least one)."""
-    ordered = sorted(values)
-    return statistics.fmean(ordered[: max(1, math.ceil(keep * len(ordered)))])
+    return statistics.fmean(_fastest(values, keep))
+
+
+def _sides(records: list[RequestRecord]) -> tuple[list[float], list[float]]:
+    controls = [r.s_per_token for r in records if r.fresh and r.counted_tokens]
+    rest = [r.s_per_token for r in records if not r.fresh and r.counted_tokens]
+    return controls, rest
 
 
 def speed_ratio(records: list[RequestRecord]) -> float | None:
     """Time per token of the fresh controls against that of the other timed answers: the
     mean of the fastest ``KEEP`` of each side."""
-    controls = [r.s_per_token for r in records if r.fresh and r.counted_tokens]
-    rest = [r.s_per_token for r in records if not r.fresh and r.counted_tokens]
+    controls, rest = _sides(records)
     if not controls or not rest:
         return None
     mean = fastest_mean(rest)
     return fastest_mean(controls) / mean if mean > 0 else float("inf")
+
+
+def relative_error(records: list[RequestRecord]) -> float:
+    """The ratio's relative standard error, from the scatter of the kept answers of each
+    side (the delta method); infinite when a side keeps fewer than two."""
+    total = 0.0
+    for side in _sides(records):
+        kept = _fastest(side)
+        mean = statistics.fmean(kept) if kept else 0.0
+        if len(kept) < 2 or mean <= 0:
+            return float("inf")
+        total += statistics.variance(kept) / len(kept) / mean**2
+    return math.sqrt(total)
 
 
 def _mean_gap(answers: list[AnswerScore]) -> float | None:
@@ -112,6 +137,8 @@ def controls(ctx: CheckContext) -> CheckOutcome:
         return skipped(CHECK_ID, "no fresh control was timed beside other timed answers")
     max_ratio = float(settings["max_ratio"])
     decisive = float(settings["decisive_ratio"])
+    sigmas = float(settings["noise_sigmas"])
+    error = relative_error(records)
     per_trial: dict[str, float] = {}
     for trial in sorted({r.trial for r in fresh}):
         ratio = speed_ratio([r for r in records if r.trial == trial])
@@ -123,6 +150,8 @@ def controls(ctx: CheckContext) -> CheckOutcome:
         "per_trial": per_trial,
         "max_ratio": max_ratio,
         "decisive_ratio": decisive,
+        "relative_error": round(error, 3) if math.isfinite(error) else None,
+        "noise_sigmas": sigmas,
         "controls": len(fresh),
         "answers": len(records) - len(fresh),
     }
@@ -166,11 +195,20 @@ def controls(ctx: CheckContext) -> CheckOutcome:
         return passed(CHECK_ID, text, details)
     stability = ctx.tps.stability
     noise = not lossier and max(worst, overall) <= decisive
-    if noise and stability is not None and not stability.stable:
+    unstable = stability is not None and not stability.stable
+    # the excess over 1 within `sigmas` standard errors: the answers' own scatter
+    within_noise = overall - 1 <= sigmas * error * overall
+    if noise and (unstable or within_noise):
+        why = (
+            f"on an unstable clock ({stability.why})"
+            if unstable and stability is not None
+            else f"the answers scatter too much to tell: the ratio's standard error is "
+            f"{100 * error:.0f} %, and {overall:.2f}x is within {sigmas:g} of them of 1"
+        )
         return unreliable(
             CHECK_ID,
-            f"{text}, but on an unstable clock ({stability.why}) a ratio under "
-            f"{decisive:.1f}x may be the machine's noise: it proves nothing either way",
+            f"{text}, but {why}: a ratio under {decisive:.1f}x may be the machine's noise, "
+            "and proves nothing either way",
             details,
             hint="re-run on a quiet machine",
         )
