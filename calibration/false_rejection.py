@@ -7,13 +7,16 @@
     python -m calibration.false_rejection --runs 20 --undeclared "undeclared W=16,undeclared int8"
     python -m calibration.false_rejection --runs 20 --undeclared "W=16,int8,bf16"   # declared
     python -m calibration.false_rejection --positions   # those runs under today's allowances
+    python -m calibration.false_rejection --runs 5 --controls   # integrity.controls, honest
+    python -m calibration.false_rejection --runs 1 --controls --cheats   # and the replayers
 
 Each run is the real pipeline on the tiny challenge exactly as an organizer runs it: the
 sample submission packaged once, rebuilt without cache, run in the Docker sandbox, the
 timed evaluation with its interleaved PPL records and probes (fresh seeds every run),
 the reference stage on the verifier's own model. Per run it records the verdict, every
 check's status, and the margins of the calibrated checks (the reference decode's gaps,
-the PPL deltas, the trials' CV and how many trials ran), so the
+the PPL deltas, the fresh controls' speed ratio overall and in the worst trial and their
+gap excess, the trials' CV and how many trials ran), so the
 distance from each bound is visible, not only the verdict.
 
 ``--undeclared [NAMES]`` runs, instead of the sample submission, the honest undeclared
@@ -67,6 +70,11 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
         "ppl_delta_low": detail("ppl.reference-mismatch", "lowest_delta_nats"),
         "ppl_delta_high": detail("ppl.reference-mismatch", "highest_delta_nats"),
         "caching_speedup": detail("integrity.caching", "speedup"),
+        "controls_ratio": detail("integrity.controls", "ratio"),
+        "controls_worst_trial": max(
+            (detail("integrity.controls", "per_trial") or {}).values(), default=None
+        ),
+        "controls_gap_excess": (detail("integrity.controls", "agreement") or {}).get("excess"),
         "same_path_fraction": detail("integrity.same-path", "fraction"),
         "same_path_left_out": detail("integrity.same-path", "reference_top_left_out"),
         "same_path_left_out_allowed": detail("integrity.same-path", "max_reference_top_left_out"),
@@ -154,6 +162,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "ppl_delta_low",
                 "ppl_delta_high",
                 "caching_speedup",
+                "controls_ratio",
+                "controls_worst_trial",
+                "controls_gap_excess",
                 "same_path_fraction",
                 "tps_cv",
                 "tps_ci",
@@ -163,6 +174,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "per_run": runs,
     }
+
+
+def _spread(runs: list[dict[str, Any]], key: str) -> dict[str, float] | None:
+    values = [r[key] for r in runs if isinstance(r.get(key), int | float)]
+    return {"min": min(values), "max": max(values)} if values else None
 
 
 def undeclared_rows(names: str) -> list[Any]:
@@ -184,14 +200,45 @@ def undeclared_rows(names: str) -> list[Any]:
     return [r for r in honest if r.decode_ratio is not None and r.decode_ratio <= 1.05]
 
 
+def control_rows(cheats: bool = False) -> list[Any]:
+    """The honest engines ``integrity.controls`` must never reject: the baseline, and
+    honest speculative decoding by n-gram lookup (whose speed depends on the text); with
+    ``cheats``, also the corpus replayers it must reject (``tests/doubles/corpus.py``),
+    reading tiny's shipped held-out set."""
+    from calibration.calibrate import Row, doubles
+
+    rows = [
+        Row("honest baseline", "honest"),
+        Row("honest ngram", "honest", engine=doubles.engine_class("NgramLookup")),
+    ]
+    if not cheats:
+        return rows
+    corpus = {"CHEAT_CORPUS": str(REPO_ROOT / "podium" / "data" / "tiny" / "heldout-prompts.jsonl")}
+    replay = doubles.engine_class("CorpusReplay")
+    paced = doubles.engine_class("CorpusReplayPaced")
+    verified = doubles.engine_class("CorpusReplayVerified")
+    return [
+        *rows,
+        Row("corpus replay", "cheat", engine=replay, env=corpus),
+        Row("corpus replay paced 20x", "cheat", engine=paced, env={**corpus, "CHEAT_PACE": "20"}),
+        Row("corpus replay paced 1.5x", "cheat", engine=paced, env={**corpus, "CHEAT_PACE": "1.5"}),
+        Row("corpus replay verified", "cheat", engine=verified, env=corpus),
+    ]
+
+
 def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
     """Each honest undeclared row ``args.runs`` times; verdicts and margins per row."""
+    return run_rows(undeclared_rows(args.undeclared), args.runs)
+
+
+def run_rows(rows: list[Any], times: int) -> dict[str, Any]:
+    """Each row ``times`` times, as the calibration runs it; verdicts and margins per row."""
     from calibration.calibrate import verify_row
 
     out: dict[str, Any] = {}
-    for row in undeclared_rows(args.undeclared):
+    for row in rows:
         runs: list[dict[str, Any]] = []
-        for i in range(args.runs):
+        for i in range(times):
             with tempfile.TemporaryDirectory(prefix="podium-frr-") as tmp:
                 done = verify_row(row, Path(tmp))
             report = done["report"]
@@ -221,7 +268,12 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
             "config": dict(row.config),
             "runs": len(runs),
             "verdicts": {v: verdicts.count(v) for v in sorted(set(verdicts))},
-            "false_rejections": sum(1 for v in verdicts if v == "REJECTED"),
+            "kind": row.kind,
+            "false_rejections": (
+                sum(1 for v in verdicts if v == "REJECTED") if row.kind == "honest" else 0
+            ),
+            "controls_ratio": _spread(runs, "controls_ratio"),
+            "controls_worst_trial": _spread(runs, "controls_worst_trial"),
             "per_run": runs,
         }
     return {
@@ -292,6 +344,17 @@ def main(argv: list[str] | None = None) -> int:
         "calibration table's honest rows: 'W=16,int8,bf16,vLLM KV fp8') instead of the sample",
     )
     parser.add_argument(
+        "--controls",
+        action="store_true",
+        help="run the honest baseline and an honest n-gram speculating engine (process "
+        "runner) instead of the sample: integrity.controls' ratios on honest engines",
+    )
+    parser.add_argument(
+        "--cheats",
+        action="store_true",
+        help="with --controls: also the corpus replayers the check must reject",
+    )
+    parser.add_argument(
         "--positions",
         action="store_true",
         help="print where the recorded --undeclared runs sit under the allowances shipped now",
@@ -310,6 +373,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {p['row']} | {p['runs']} | {p['verdicts']} | {p['largest_mean_gap']:.4f} "
                 f"| {p['e']:.4f} | {p['decode_mean']:.2f} | {p['decode_large']:.2f} |"
             )
+        return 0
+    if args.controls:
+        result = {"machine": machine(), **run_rows(control_rows(args.cheats), args.runs)}
+        target = args.out or RESULTS_DIR / "false_rejection-controls.json"
+        target.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"{result['false_rejections']} REJECTED over {result['runs']} runs; wrote {target}")
         return 0
     if args.undeclared is not None:
         result = {"machine": machine(), **run_undeclared(args)}

@@ -349,6 +349,13 @@ PPL_REFERENCE_MISMATCH = _declare(
     "and per record, and its answers name their own top",
     check=True,
 )
+INTEGRITY_CONTROLS = _declare(
+    "integrity.controls",
+    "reference",
+    "fresh controls, prompts made at run time and timed among the others, run no slower "
+    "per token than the rest, and agree with the reference as well",
+    check=True,
+)
 INTEGRITY_SAME_PATH = _declare(
     "integrity.same-path",
     "reference",
@@ -376,6 +383,7 @@ SPEC_CHECKS: dict[str, str] = {
     "reproduction": TPS_REPRODUCTION,
     "lengths": INTEGRITY_LENGTHS,
     "caching": INTEGRITY_CACHING,
+    "controls": INTEGRITY_CONTROLS,
     "isolation": INTEGRITY_ISOLATION,
 }
 

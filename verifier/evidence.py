@@ -44,6 +44,9 @@ class RequestRecord:
     count_source: str  # token_ids | retokenize | none
     #: a caching control: untimed, never counted in the TPS, judged like a timed answer
     control: bool = False
+    #: a fresh control (``integrity.controls``): a prompt made at run time, timed and
+    #: counted like every other timed request, judged like one and compared with the rest
+    fresh: bool = False
 
     @property
     def s_per_token(self) -> float:
@@ -318,6 +321,8 @@ class AnswerScore:
     tokens: int
     #: None when the answer holds ids outside the vocabulary (nothing can score them)
     positions: list[Position] | None
+    #: a fresh control's answer (``RequestRecord.fresh``)
+    fresh: bool = False
 
     @property
     def gaps(self) -> list[float]:
@@ -351,7 +356,7 @@ class ReferenceEvidence:
     model: DeclaredModel | None
     #: timed answers with token ids (what the sample was drawn from)
     candidates: int = 0
-    #: the sampled timed answers, then every caching control
+    #: the sampled timed answers, then every control (fresh, then caching)
     answers: list[AnswerScore] = field(default_factory=list)
     #: record_key -> positions, for every answer scored (answers and same-path probes)
     scored: dict[str, list[Position] | None] = field(default_factory=dict)

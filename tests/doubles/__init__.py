@@ -10,9 +10,10 @@ Two forms of each cheat exist where they can:
   check it attacks: ``scoring`` (the ``ppl.*`` checks), ``bought`` (every allowance a
   report, a declaration or a withheld top might buy), ``decode``
   (``integrity.reference-decode``, ``integrity.same-path``), ``replay``
-  (``integrity.caching``), ``counts`` (``integrity.lengths``, ``tps.usage-mismatch``),
-  ``robustness`` (``integrity.isolation``, FAILED runs), ``covert`` (an engine that hides
-  held-out data in its numbers; ``verifier.precision``) and ``honest`` (the yardsticks);
+  (``integrity.caching``), ``corpus`` (``integrity.controls``), ``counts``
+  (``integrity.lengths``, ``tps.usage-mismatch``), ``robustness`` (``integrity.isolation``,
+  FAILED runs), ``covert`` (an engine that hides held-out data in its numbers;
+  ``verifier.precision``) and ``honest`` (the yardsticks);
 - a *fake* switch, a field of ``doubles.fake_engine.Misbehave``: the arithmetic fake
   engine over HTTP, for fast tests of one check.
 
@@ -50,6 +51,7 @@ CATALOGUE: dict[str, Double] = {
     # honest yardsticks
     "Honest": Double((), "honest"),
     "Undeclared": Double((), "honest"),
+    "NgramLookup": Double((), "honest"),
     # scoring
     "PositiveLogprobs": Double(("ppl.logprob-positive",), "scoring", ("positive_logprobs",)),
     "ScaledLogprobs": Double(("ppl.reference-mismatch",), "scoring", ("scale_logprobs",)),
@@ -95,6 +97,14 @@ CATALOGUE: dict[str, Double] = {
         ("integrity.caching",), "replay", ("cache_replies", "slow_after_fresh_s")
     ),
     "ReplayShaped": Double(("integrity.caching",), "replay"),
+    # a known corpus (fresh controls)
+    "CorpusReplay": Double(("integrity.controls",), "corpus", ("known_prompts",)),
+    "CorpusReplayPaced": Double(("integrity.controls",), "corpus"),
+    "CorpusReplayVerified": Double(("integrity.controls",), "corpus"),
+    "CorpusReplayLossyControls": Double(
+        ("integrity.controls", "integrity.reference-decode"),
+        switches=("known_prompts", "lossy_unknown"),
+    ),
     # counts
     "EarlyStop": Double(("integrity.lengths",), "counts", ("early_stop",)),
     "EosPadding": Double(("integrity.lengths",), switches=("eos_padding",)),

@@ -10,7 +10,8 @@ token (``ord(c) mod 64``, BOS 2 first) and token ``t`` decodes to ``chr(0x100 + 
 instead of log-probabilities, logprobs scaled toward 0, ranks that contradict the values,
 a forged scoring of its own answers, wrong prompt ids, one answer replayed for every
 prompt, lying usage, early stops, EOS padding, garbage in the second half of answers,
-ids outside the vocabulary, answers replayed from a cache, a decode path that differs
+ids outside the vocabulary, answers replayed from a cache or from a table of a known
+corpus (its other prompts decoded off the argmax path, or not), a decode path that differs
 from the scoring path (everywhere, or for chat requests only), a speed that jumps,
 hanging, crashing. ``rate`` paces generation at exactly that many tokens per second on
 each connection's own clock: a request starts where the connection's previous one ended
@@ -103,6 +104,10 @@ class Misbehave:
     slow_every: int | None = None  # generation runs at rate/4 in every other block of N
     cheap_fresh: bool = False  # once prompts repeat, a new one is answered at once, made up
     slow_after_fresh_s: float = 0.0  # once prompts repeat, the request after a new one waits
+    #: prompt texts known before the run (a shipped or public corpus): a generation
+    #: request for one of them is answered at once, from a table made at start-up
+    known_prompts: tuple[str, ...] = ()
+    lossy_unknown: bool = False  # a prompt it does not know is decoded off the argmax path
     hang: bool = False  # never answers completions
     crash_after: int | None = None  # drop the connection from request N+1 on
 
@@ -292,6 +297,12 @@ class FakeEngine:
 
     # -- the "model" ----------------------------------------------------------------------
 
+    @staticmethod
+    def _text_of(body: dict[str, Any]) -> str:
+        if "messages" in body:
+            return "\n".join(str(m.get("content", "")) for m in body["messages"])
+        return str(body.get("prompt"))
+
     def _prompt_ids(self, path: str, body: dict[str, Any]) -> list[int]:
         if path.endswith("/chat/completions"):
             text = "\n".join(str(m.get("content", "")) for m in body["messages"])
@@ -308,6 +319,8 @@ class FakeEngine:
         shift = 1 if self.bad.degraded_decode or (self.bad.degraded_chat_only and chat) else 0
         if body.get("_made_up"):
             shift = 2
+        if body.get("_lossy"):
+            shift = 1
         ignore_eos = bool(body.get("ignore_eos"))
         if float(body.get("temperature", 1.0)) <= 0:
             gen = greedy(prompt, n, shift=shift, stop_at_eos=not ignore_eos)
@@ -406,6 +419,11 @@ class FakeEngine:
                 body["_made_up"] = True
             self._slow_next = self.bad.slow_after_fresh_s > 0
         chat = path.endswith("/chat/completions")
+        if generation and self.bad.known_prompts:
+            if self._text_of(body) in self.bad.known_prompts:
+                body["_cached"] = True  # replayed from the table, at once
+            elif self.bad.lossy_unknown:
+                body["_lossy"] = True
         prompt = self._prompt_ids(path, body)
         with self._lock:
             if body.get("prompt_logprobs") is None:

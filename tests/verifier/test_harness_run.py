@@ -112,6 +112,7 @@ def test_the_reference_phase_judges_the_recorded_work_after_the_engine_is_gone()
         "integrity.reference-decode": "pass",
         "ppl.reference-mismatch": "pass",
         "integrity.same-path": "pass",
+        "integrity.controls": "skip",  # the small spec times no fresh controls
     }
 
 

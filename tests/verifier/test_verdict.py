@@ -95,6 +95,7 @@ def test_the_required_checks_are_the_enabled_ones_plus_the_cap_stability_and_sel
         "integrity.same-path",
         "integrity.lengths",
         "integrity.caching",
+        "integrity.controls",
         "integrity.isolation",
         "reference.self-test",
     }

@@ -31,6 +31,7 @@ from podium.errors import EngineError, UsageError
 from schemas import check_ids as ids
 from verifier.checks import (
     caching,
+    controls,
     isolation,
     lengths,
     prompts,
@@ -58,6 +59,7 @@ _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.INTEGRITY_REFERENCE_DECODE, reference.reference_decode),
     (ids.PPL_REFERENCE_MISMATCH, reference.reference_ppl),
     (ids.INTEGRITY_SAME_PATH, same_path.same_path),
+    (ids.INTEGRITY_CONTROLS, controls.controls),
 )
 
 CHECKS: dict[str, CheckFn] = dict(_EVALUATION + _ISOLATION + _REFERENCE_LOAD + _REFERENCE)

@@ -5,7 +5,10 @@ stages of their own. Each is placed at a random position among the timed request
 random trial (``Plan.at``), drawn from a seed made fresh for every verification and
 recorded in the report once the run is over. So the engine meets one stream from the
 first timed request to the last, and cannot behave while it is being scored and cheat
-once scoring is done, or the other way round.
+once scoring is done, or the other way round. The fresh controls are placed by the
+same seed (``Plan.fresh``), in every trial that may run, extra ones included, but they
+are timed requests, not untimed ones: each takes the place of a held-out prompt in its
+trial's first pass.
 
 An untimed request sent at position ``p`` of a trial goes out after the timed request
 ``p - 1`` has been answered and before request ``p`` is sent; the trial's clock is
@@ -22,6 +25,9 @@ from dataclasses import dataclass, field
 PPL = "ppl"
 SAME_PATH = "same-path"
 CONTROL = "control"
+#: a fresh control (``verifier.harness.controls``): not an untimed request, but one of the
+#: timed requests of a trial's first pass, its prompt made at run time
+FRESH = "fresh"
 
 MAX_PAUSES_CONCURRENT = 2
 
@@ -38,25 +44,36 @@ class Plan:
     trials: int
     #: (trial, position) -> the untimed requests sent there, in order
     at: dict[tuple[int, int], list[Item]] = field(default_factory=dict)
+    #: (trial, position) -> the fresh control sent as the timed request there (first pass)
+    fresh: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def fresh_in(self, trial: int) -> dict[int, int]:
+        """Position in the trial's first pass -> the fresh control timed there."""
+        return {p: i for (t, p), i in self.fresh.items() if t == trial}
 
     def items(self, trial: int, position: int) -> list[Item]:
         return self.at.get((trial, position), [])
 
     def count(self, kind: str) -> int:
+        if kind == FRESH:
+            return len(self.fresh)
         return sum(1 for items in self.at.values() for item in items if item.kind == kind)
 
     def to_dict(self) -> dict[str, object]:
         """Counts per kind and trial, for the report (positions are not needed to audit)."""
         per_trial = [
             {
-                kind: sum(
-                    1
-                    for (t, _), items in self.at.items()
-                    if t == trial
-                    for item in items
-                    if item.kind == kind
-                )
-                for kind in (PPL, SAME_PATH, CONTROL)
+                **{
+                    kind: sum(
+                        1
+                        for (t, _), items in self.at.items()
+                        if t == trial
+                        for item in items
+                        if item.kind == kind
+                    )
+                    for kind in (PPL, SAME_PATH, CONTROL)
+                },
+                FRESH: len(self.fresh_in(trial)),
             }
             for trial in range(self.trials)
         ]
@@ -73,6 +90,8 @@ def make_plan(
     ppl_records: int,
     same_path_probes: int,
     controls_per_trial: int,
+    fresh_per_trial: int = 0,
+    fresh_trials: int | None = None,
 ) -> Plan:
     """Place every untimed request; see the module docstring.
 
@@ -80,7 +99,11 @@ def make_plan(
     first timed request. Caching controls go only into trials whose first pass repeats
     prompts (the held-out set, ``distinct_prompts``, has run out by then): every pass
     draws prompts no earlier request carried, so with a set large enough for the planned
-    trials there is no replay to look for, and none is placed.
+    trials there is no replay to look for, and none is placed. Fresh controls go into
+    every trial that may run (``fresh_trials``: the spec's ``max_trials``, extra trials
+    included, else the planned ones), ``fresh_per_trial`` distinct positions of its first
+    pass (at most all but one), drawn from a stream of the seed of their own, so the rest
+    of the plan is what it would be without them.
     """
     rng = random.Random(seed)
     plan = Plan(seed=seed, trials=trials)
@@ -109,6 +132,13 @@ def make_plan(
         plan.at.setdefault(slot, []).append(item)
     for items in plan.at.values():
         rng.shuffle(items)
+    fresh = random.Random(f"{seed}:fresh-positions")
+    k = min(fresh_per_trial, requests_per_trial - 1)
+    n = 0
+    for trial in range(trials if fresh_trials is None else max(trials, fresh_trials)):
+        for position in sorted(fresh.sample(range(requests_per_trial), max(0, k))):
+            plan.fresh[(trial, position)] = n
+            n += 1
     return plan
 
 

@@ -7,7 +7,8 @@ from what the verifier itself knows (its own rendering of each prompt, the ids t
 engine returned, the held-out records):
 
 - its teacher-forced scoring of a sample of the timed answers, drawn with ``sample_seed``
-  (made fresh once the trials ended), and of every caching control and same-path probe;
+  (made fresh once the trials ended), and of every control (fresh and caching) and
+  same-path probe;
 - its NLL of a sample of the held-out PPL records, with the same request the engine got;
 - optionally, a free-running greedy decode of a few sampled prompts (information only).
 
@@ -59,17 +60,18 @@ def sample_answers(
     tps: TpsResult, evidence: Evidence, sample_seed: int, n: int
 ) -> list[RequestRecord]:
     """``n`` timed answers drawn with the sample seed (every one for ``n`` 0), and every
-    caching control's answer.
+    control's answer (the fresh controls timed among them, then the caching controls).
 
     The controls are fresh work placed among the timed requests, and few: each is checked,
-    so an engine cannot answer them with something cheap to look fast beside the repeats.
+    so an engine cannot answer them with something cheap to look as fast as the rest.
     """
-    candidates = [r for r in tps.records if r.token_ids]
+    candidates = [r for r in tps.records if r.token_ids and not r.fresh]
     rng = random.Random(f"{sample_seed}:reference-decode")
+    fresh = [r for r in tps.records if r.token_ids and r.fresh]
     controls = [c for c in evidence.controls if c.token_ids]
     if n <= 0 or n >= len(candidates):  # every timed answer
-        return candidates + controls
-    return rng.sample(candidates, n) + controls
+        return candidates + fresh + controls
+    return rng.sample(candidates, n) + fresh + controls
 
 
 def sample_records(
@@ -289,13 +291,14 @@ async def gather_reference(
             record=record_key(r),
             prompt_id=r.prompt_id,
             control=r.control,
+            fresh=r.fresh,
             tokens=len(r.token_ids or []),
             positions=out.scored[record_key(r)],
         )
         for r in sample
     ]
     free = int(decode.get("free_running", 0)) if decode.get("enabled") else 0
-    timed = [r for r in sample if not r.control][:free]
+    timed = [r for r in sample if not r.control and not r.fresh][:free]
     if timed and evidence is not None:
         out.free_running = list(
             await asyncio.gather(

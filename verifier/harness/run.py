@@ -37,6 +37,7 @@ from verifier.declared import DeclaredModel
 from verifier.evidence import Evidence, PplResult, ReferenceEvidence, RequestRecord, TpsResult
 from verifier.harness import plan as planning
 from verifier.harness.client import EngineClient
+from verifier.harness.controls import fresh_controls
 from verifier.harness.ppl import PplScorer, ppl_records_of
 from verifier.harness.probes import (
     control_prompts,
@@ -150,6 +151,7 @@ class _Evaluation:
         distinct = self.stream.distinct
         same_path = spec.check("same_path")
         caching = spec.check("caching")
+        controls = spec.check("controls")
         self.plan = planning.make_plan(
             seed=seed,
             trials=tps.trials,
@@ -159,6 +161,8 @@ class _Evaluation:
             ppl_records=len(ppl_records),
             same_path_probes=int(same_path["sample"]) if same_path.get("enabled") else 0,
             controls_per_trial=int(caching["controls"]) if caching.get("enabled") else 0,
+            fresh_per_trial=int(controls["per_trial"]) if controls.get("enabled") else 0,
+            fresh_trials=tps.max_trials,
         )
         self.evidence = Evidence(plan=self.plan.to_dict())
         rendered = self.evidence.rendered
@@ -178,6 +182,15 @@ class _Evaluation:
         self.controls = control_prompts(heldout, heldout, n, rng, length)
         for prompt in self.controls:
             length(prompt)
+        # fresh controls: made from the seed now, timed in every trial's first pass
+        made = fresh_controls(
+            heldout, self.plan.count(planning.FRESH), random.Random(f"{seed}:fresh")
+        )
+        for prompt in made:
+            length(prompt)
+        self.fresh = {
+            where: made[index] for where, index in self.plan.fresh.items() if index < len(made)
+        }
         self.probe_rng = random.Random(f"{seed}:same-path")
         self.ppl_records = list(ppl_records)
         self.scorer = PplScorer(spec, model=model)
@@ -185,6 +198,9 @@ class _Evaluation:
         self.records: list[RequestRecord] = []  # answers so far, for the same-path probes
         self.pending_probes = 0
         self.probed: set[str] = set()
+
+    def fresh_in(self, trial: int) -> dict[int, Prompt]:
+        return {p: prompt for (t, p), prompt in self.fresh.items() if t == trial}
 
     def pauses(self, trial: int) -> set[int]:
         return {p for (t, p) in self.plan.at if t == trial}
@@ -248,6 +264,7 @@ class _Evaluation:
             pauses=self.pauses,
             pause=self.pause,
             on_record=self.records.append,
+            fresh=self.fresh_in,
         )
         scored = {s.id for s in self.scorer.scores}
         for record in self.ppl_records:  # the plan places every record; this is a safeguard

@@ -18,11 +18,13 @@ tokens are counted by the harness from the returned ``token_ids`` (or, if the sp
 the verifier's tokenizer), never from the engine's ``usage``. Warm-up requests on the
 public prompts come first and are not timed.
 
-Untimed requests (PPL records, probes) can be placed among the timed ones
-(``verifier.harness.plan``): a trial's clock stops while they run, so a trial's time is
-the sum of its timed segments. When the trials disagree beyond ``tps.max_cv`` and are
-too few to pin the mean within ``tps.max_ci``, trials are added up to
-``tps.max_trials``; a measurement still unstable then is reported as such
+A trial's first pass may carry fresh controls (``verifier.harness.controls``):
+prompts made at run time, each in the place of a held-out prompt, timed and counted like
+it (``RequestRecord.fresh``). Untimed requests (PPL records, probes) can be placed among
+the timed ones (``verifier.harness.plan``): a trial's clock stops while they run, so a
+trial's time is the sum of its timed segments. When the trials disagree beyond
+``tps.max_cv`` and are too few to pin the mean within ``tps.max_ci``, trials are added
+up to ``tps.max_trials``; a measurement still unstable then is reported as such
 (``Stability``) and can never be VERIFIED.
 """
 
@@ -33,7 +35,7 @@ import itertools
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from podium.errors import UsageError
@@ -148,6 +150,7 @@ def record_of(
     pass_index: int,
     position: int,
     control: bool = False,
+    fresh: bool = False,
 ) -> RequestRecord:
     """The record of one answer, its tokens counted by the harness."""
     counted, source = count_reply(reply, spec, tokenize)
@@ -165,6 +168,7 @@ def record_of(
         counted_tokens=counted,
         count_source=source,
         control=control,
+        fresh=fresh,
     )
 
 
@@ -216,11 +220,14 @@ async def _trial(
     pauses: Collection[int] = (),
     pause: Pause | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
+    fresh: Mapping[int, Prompt] | None = None,
 ) -> tuple[TrialResult, list[RequestRecord]]:
     """One timed trial; the clock stops at each position in ``pauses`` while ``pause`` runs.
 
-    Each pass draws its ``num_prompts`` prompts from ``stream``.
+    Each pass draws its ``num_prompts`` prompts from ``stream``; in the first, the
+    prompt at each position of ``fresh`` is that fresh control instead (one fewer drawn).
     """
+    fresh = {p: c for p, c in (fresh or {}).items() if 0 <= p < spec.tps.num_prompts}
     tps = spec.tps
     records: list[RequestRecord] = []
     stage = f"tps trial {index + 1}"
@@ -237,7 +244,9 @@ async def _trial(
     cpu0 = time.process_time()
     timed = 0.0
     while True:
-        chosen = stream.take(tps.num_prompts)
+        controls = fresh if passes == 0 else {}
+        drawn = iter(stream.take(tps.num_prompts - len(controls)))
+        chosen = [controls[p] if p in controls else next(drawn) for p in range(tps.num_prompts)]
         bodies = [workload_body(spec, model, p["prompt"]) for p in chosen]
         for start, end in itertools.pairwise(cuts if passes == 0 else [0, len(bodies)]):
             if passes == 0 and start in pauses and pause is not None:
@@ -263,6 +272,7 @@ async def _trial(
                         trial=index,
                         pass_index=passes,
                         position=position,
+                        fresh=position in controls,
                     )
                 )
                 if on_record is not None:
@@ -334,12 +344,14 @@ async def measure_tps(
     pauses: Callable[[int], Collection[int]] | None = None,
     pause: Pause | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
+    fresh: Callable[[int], Mapping[int, Prompt]] | None = None,
 ) -> TpsResult:
     """Warm up, run the planned trials (and extra ones while unstable), summarise them.
 
     ``pauses(trial)`` gives the positions where ``pause`` runs untimed requests in a
-    planned trial; extra trials have none. ``prompts`` in a plain sequence are drawn in
-    order (``PromptStream`` without a seed).
+    planned trial; extra trials have none. ``fresh(trial)`` gives the fresh controls timed
+    in a trial's first pass, by position (extra trials too: a replay there shows as well).
+    ``prompts`` in a plain sequence are drawn in order (``PromptStream`` without a seed).
     """
     stream = prompts if isinstance(prompts, PromptStream) else PromptStream(prompts)
     tps = spec.tps
@@ -360,6 +372,7 @@ async def measure_tps(
             pauses=pauses(index) if pauses is not None and planned else (),
             pause=pause,
             on_record=on_record,
+            fresh=fresh(index) if fresh is not None else None,
         )
         trials.append(trial)
         records.extend(trial_records)

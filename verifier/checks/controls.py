@@ -1,0 +1,220 @@
+"""``integrity.controls``: no answer is cheaper than computing it.
+
+An engine that knows the prompt corpus can decode every prompt before it is asked and
+replay the timed answers from that table: each is the model's exact greedy answer and
+no timed prompt repeats, so no other check sees it. Every trial (extra ones too) times
+fresh controls among its requests (``verifier.harness.controls``): prompts made at run
+time from the verifier's seed, shaped like the held-out prompts, which no table made
+before the run can hold. An engine must compute them, whatever it does with the rest.
+
+**Speed.** With ``t`` the time per token (latency / generated tokens, both measured by
+the verifier) of one timed answer:
+
+    ratio = mean(t of the fastest 80 % of the controls)
+            / mean(t of the fastest 80 % of the other timed answers)
+
+must be at most ``max_ratio`` over the run, and at most ``decisive_ratio`` in each trial
+(every trial has controls). An honest engine runs a control at the speed of the prompt
+it stands in for, so its ratio scatters around 1: the slowest fifth of each side, where
+a busy machine's stalls land, is left out of both alike. An engine that replays a share
+``f`` of its timed answers ``s`` times faster gains ``G = 1 / (1 - f + f / s)`` in TPS on
+them, and its replays, the fastest answers, all stay in the mean: the ratio moves by at
+least ``G``. So ``max_ratio`` is the most a replay can gain unseen, and a replay of every
+answer is seen at any speed-up above it. A ratio between ``max_ratio`` and
+``decisive_ratio`` may be the machine's noise, on an unstable clock (``tps.unstable``) or
+where it is within ``noise_sigmas`` standard errors of 1 (the scatter of the kept answers
+of each side, by the delta method): the result is then ``error`` (could not judge:
+FAILED, never VERIFIED); past ``decisive_ratio`` it fails as ever. Noise an engine makes
+on purpose buys it that FAILED, no more.
+
+**Agreement.** Every control is scored by the reference like a timed answer
+(``verifier.harness.reference.sample_answers``), so a made-up control answer fails
+``integrity.reference-decode``. Here the controls' mean gap (nats a token between the
+reference's top and the generated token) is compared with the other sampled answers':
+it may exceed theirs by at most ``max_gap_excess_nats``. A replayer's timed answers are
+exact (gap 0), so it cannot spend the run's quality budget on cheap controls to bring
+their speed down to its replays'. Without a reference (none was run) only the speed is
+judged, and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from schemas.check_ids import INTEGRITY_CONTROLS
+from verifier.checks.base import (
+    CheckContext,
+    CheckOutcome,
+    disabled,
+    enabled,
+    failed,
+    passed,
+    skipped,
+    unreliable,
+)
+from verifier.evidence import AnswerScore, RequestRecord
+
+CHECK_ID = INTEGRITY_CONTROLS
+
+
+#: the share of each side's answers, the fastest, whose mean time per token is compared
+KEEP = 0.8
+
+
+def _fastest(values: list[float], keep: float = KEEP) -> list[float]:
+    ordered = sorted(values)
+    return ordered[: max(1, math.ceil(keep * len(ordered)))]
+
+
+def fastest_mean(values: list[float], keep: float = KEEP) -> float:
+    """The mean of the fastest ``keep`` share of ``values`` (at least one)."""
+    return statistics.fmean(_fastest(values, keep))
+
+
+def _sides(records: list[RequestRecord]) -> tuple[list[float], list[float]]:
+    controls = [r.s_per_token for r in records if r.fresh and r.counted_tokens]
+    rest = [r.s_per_token for r in records if not r.fresh and r.counted_tokens]
+    return controls, rest
+
+
+def speed_ratio(records: list[RequestRecord]) -> float | None:
+    """Time per token of the fresh controls against that of the other timed answers: the
+    mean of the fastest ``KEEP`` of each side."""
+    controls, rest = _sides(records)
+    if not controls or not rest:
+        return None
+    mean = fastest_mean(rest)
+    return fastest_mean(controls) / mean if mean > 0 else float("inf")
+
+
+def relative_error(records: list[RequestRecord]) -> float:
+    """The ratio's relative standard error, from the scatter of the kept answers of each
+    side (the delta method); infinite when a side keeps fewer than two."""
+    total = 0.0
+    for side in _sides(records):
+        kept = _fastest(side)
+        mean = statistics.fmean(kept) if kept else 0.0
+        if len(kept) < 2 or mean <= 0:
+            return float("inf")
+        total += statistics.variance(kept) / len(kept) / mean**2
+    return math.sqrt(total)
+
+
+def _mean_gap(answers: list[AnswerScore]) -> float | None:
+    tokens = sum(len(a.gaps) for a in answers)
+    return sum(sum(a.gaps) for a in answers) / tokens if tokens else None
+
+
+def agreement(answers: list[AnswerScore]) -> dict[str, Any] | None:
+    """The mean reference gap of the fresh controls and of the other sampled answers."""
+    scored = [a for a in answers if a.positions]
+    controls = [a for a in scored if a.fresh]
+    rest = [a for a in scored if not a.fresh and not a.control]
+    control_gap, rest_gap = _mean_gap(controls), _mean_gap(rest)
+    if control_gap is None or rest_gap is None:
+        return None
+    return {
+        "controls": len(controls),
+        "answers": len(rest),
+        "control_mean_gap": round(control_gap, 4),
+        "answer_mean_gap": round(rest_gap, 4),
+        "excess": round(control_gap - rest_gap, 4),
+    }
+
+
+def controls(ctx: CheckContext) -> CheckOutcome:
+    settings = enabled(ctx.spec, "controls")
+    if settings is None:
+        return disabled(CHECK_ID)
+    if ctx.tps is None:
+        return skipped(CHECK_ID, "no timed run")
+    records = ctx.tps.records
+    fresh = [r for r in records if r.fresh]
+    overall = speed_ratio(records)
+    if overall is None:
+        return skipped(CHECK_ID, "no fresh control was timed beside other timed answers")
+    max_ratio = float(settings["max_ratio"])
+    decisive = float(settings["decisive_ratio"])
+    sigmas = float(settings["noise_sigmas"])
+    error = relative_error(records)
+    per_trial: dict[str, float] = {}
+    for trial in sorted({r.trial for r in fresh}):
+        ratio = speed_ratio([r for r in records if r.trial == trial])
+        if ratio is not None:
+            per_trial[str(trial)] = round(ratio, 3)
+    worst = max(per_trial.values(), default=overall)
+    details: dict[str, Any] = {
+        "ratio": round(overall, 3),
+        "per_trial": per_trial,
+        "max_ratio": max_ratio,
+        "decisive_ratio": decisive,
+        "relative_error": round(error, 3) if math.isfinite(error) else None,
+        "noise_sigmas": sigmas,
+        "controls": len(fresh),
+        "answers": len(records) - len(fresh),
+    }
+    speed = (
+        f"{len(fresh)} fresh controls ran at {overall:.2f}x the time per token of the other "
+        f"{len(records) - len(fresh)} timed answers (the fastest 80 % of each; limit "
+        f"{max_ratio:.2f}x, {decisive:.1f}x in any trial; worst trial {worst:.2f}x)"
+    )
+    problems: list[str] = []
+    lossier = False
+    if overall > max_ratio:
+        problems.append(
+            f"the other timed answers ran {overall:.2f}x faster than the fresh controls, "
+            f"over the {max_ratio:.2f}x an honest engine stays within"
+        )
+    if worst > decisive:
+        problems.append(f"one trial's answers ran {worst:.2f}x faster than its controls")
+    gaps = None
+    if ctx.reference_evidence is not None:
+        gaps = agreement(ctx.reference_evidence.answers)
+    limit = float(settings["max_gap_excess_nats"])
+    details["agreement"] = gaps
+    details["max_gap_excess_nats"] = limit
+    if gaps is None:
+        judged_gaps = "; no reference scored them, so their agreement was not compared"
+    else:
+        judged_gaps = (
+            f"; their mean reference gap {gaps['control_mean_gap']:.3f} nats against "
+            f"{gaps['answer_mean_gap']:.3f} for {gaps['answers']} sampled answers "
+            f"(at most {limit:.3f} more)"
+        )
+        if gaps["excess"] > limit:
+            lossier = True
+            problems.append(
+                f"the fresh controls' answers are {gaps['excess']:.3f} nats a token lossier "
+                f"than the other answers (at most {limit:.3f}): cheaper work where the "
+                "verifier could not have known the answer"
+            )
+    text = speed + judged_gaps
+    if not problems:
+        return passed(CHECK_ID, text, details)
+    stability = ctx.tps.stability
+    noise = not lossier and max(worst, overall) <= decisive
+    unstable = stability is not None and not stability.stable
+    # the excess over 1 within `sigmas` standard errors: the answers' own scatter
+    within_noise = overall - 1 <= sigmas * error * overall
+    if noise and (unstable or within_noise):
+        why = (
+            f"on an unstable clock ({stability.why})"
+            if unstable and stability is not None
+            else f"the answers scatter too much to tell: the ratio's standard error is "
+            f"{100 * error:.0f} %, and {overall:.2f}x is within {sigmas:g} of them of 1"
+        )
+        return unreliable(
+            CHECK_ID,
+            f"{text}, but {why}: a ratio under {decisive:.1f}x may be the machine's noise, "
+            "and proves nothing either way",
+            details,
+            hint="re-run on a quiet machine",
+        )
+    return failed(
+        CHECK_ID,
+        f"{'; '.join(problems)}: {text}",
+        details,
+        hint="compute every answer: no precomputed or replayed answers, on any prompt",
+    )
