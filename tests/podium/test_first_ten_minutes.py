@@ -391,6 +391,8 @@ def _c_cases(tmp_path: Path, bundle: Path) -> dict[tuple[str, ...], tuple[list[s
                 "DTYPE=float32",
                 "--runner",
                 "process",
+                "--margin",
+                "0.1",
                 "-o",
                 str(tmp_path / "sweep"),
             ],
