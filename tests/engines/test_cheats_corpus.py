@@ -91,7 +91,8 @@ def run(bundle: Path, out: Path, engine: str, **env: str) -> Run:
     )
     spec = load_challenge("tiny")
     outcome = verify(VerifyRequest(bundle, spec, runner, out, reference=reference_runner))
-    return Run(outcome.report, (out / "engine.log").read_text(encoding="utf-8"))
+    assert outcome.evidence is not None  # what the cheats are judged on, at full precision
+    return Run(outcome.evidence, (out / "engine.log").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
