@@ -24,7 +24,13 @@ from leaderboard.log import HEAD_PATH, now_stamp
 from leaderboard.seen import SeenHeads
 from leaderboard.setcheck import SetProblem, check_head, compare_set
 from leaderboard.specs import head_max_age_days
-from leaderboard.stores.base import ROTATIONS_DIR, WITHDRAWALS_DIR, Snapshot, Store
+from leaderboard.stores.base import (
+    ROTATIONS_DIR,
+    WITHDRAWALS_DIR,
+    Snapshot,
+    Store,
+    gc_paused,
+)
 from leaderboard.trust import Trust, TrustedKey, with_rotations
 from leaderboard.verify import RowChecker, StoreCheck, Withdrawn
 from podium.errors import SignatureError
@@ -93,6 +99,18 @@ def check_snapshot(
     now: datetime | None = None,
 ) -> StoreCheck:
     """The rows and the set of ``snap`` (of the store named ``identity``)."""
+    with gc_paused():
+        return _check_snapshot(snap, identity, checker, seen=seen, now=now)
+
+
+def _check_snapshot(
+    snap: Snapshot,
+    identity: str,
+    checker: RowChecker,
+    *,
+    seen: SeenHeads | None,
+    now: datetime | None,
+) -> StoreCheck:
     base = checker.trust
     if base is None:  # --no-verify: nothing checked, and every view says so
         out = checker.check(snap.records)

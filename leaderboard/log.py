@@ -102,6 +102,8 @@ class Head:
     """A parsed head (its signature not yet checked: see ``verify_head``)."""
 
     doc: dict[str, Any] = field(repr=False)
+    #: the leaves' hashes, made once when its root was checked (``parse_head``)
+    hashes: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def version(self) -> int:
@@ -165,9 +167,10 @@ def parse_head(data: bytes) -> Head:
         raise StoreError(
             f"{HEAD_PATH} says {doc['size']} leaves but lists {len(doc['leaves'])}", where=HEAD_PATH
         )
-    if leaves_root(doc["leaves"]) != doc["root"]:
+    hashes = tuple(leaf_hash(leaf) for leaf in leaves)
+    if merkle_root(hashes) != doc["root"]:
         raise StoreError(f"{HEAD_PATH}: its root is not its leaves' Merkle root", where=HEAD_PATH)
-    return Head(doc)
+    return Head(doc, hashes)
 
 
 _LEAF_KEYS = frozenset({"path", "sha256", "team", "entry"})
@@ -218,6 +221,8 @@ def extends(head: Head, size: int, root: str) -> bool:
     """Whether ``head``'s history starts with the ``size`` leaves whose root is ``root``."""
     if head.doc["size"] < size:
         return False
+    if len(head.hashes) == head.doc["size"]:
+        return merkle_root(head.hashes[:size]) == root
     return leaves_root(head.leaves[:size]) == root
 
 

@@ -285,10 +285,17 @@ def _revoked(path: str, doc: dict[str, Any], key: TrustedKey) -> BadRow:
     )
 
 
-def vouched_row(raw: RawRecord, trust: Trust, head_key: str) -> GoodRow | BadRow | None:
+#: (key id, challenge, verified_at) -> ``Trust.key_for``'s answer, within one check
+KeyAnswers = dict[tuple[str, str, str], tuple[TrustedKey | None, str | None]]
+
+
+def vouched_row(
+    raw: RawRecord, trust: Trust, head_key: str, answers: KeyAnswers | None = None
+) -> GoodRow | BadRow | None:
     """A row whose bytes the sound head lists: checked for its key's trust, revocation and
     path only (the head's signature covers its bytes). None: it needs the full check (its
-    key is not the head's, or it lacks what the shortcut reads)."""
+    key is not the head's, or it lacks what the shortcut reads). ``answers``: the trust's
+    answers so far (rows of one challenge share a few dates, so it asks once for each)."""
     doc = _parse(raw)
     if isinstance(doc, BadRow):
         return doc
@@ -298,7 +305,13 @@ def vouched_row(raw: RawRecord, trust: Trust, head_key: str) -> GoodRow | BadRow
         return None
     if not (isinstance(rid, str) and challenge is not None and isinstance(at, str)):
         return None
-    key, why = trust.key_for(head_key, challenge, at)
+    asked = (head_key, challenge, at)
+    answer = answers.get(asked) if answers is not None else None
+    if answer is None:
+        answer = trust.key_for(*asked)
+        if answers is not None:
+            answers[asked] = answer
+    key, why = answer
     if key is None:
         return _bad(raw.path, doc, "unknown-key", why or f"key {head_key} is not trusted")
     if key.revoked_at:
@@ -384,6 +397,7 @@ class RowChecker:
         lists with these bytes; ``unlisted``: paths it does not list."""
         out = StoreCheck(checked=self.trust is not None, trust=self.trust)
         seen: dict[tuple[str, bytes, str], GoodRow | BadRow] = {}
+        answers: KeyAnswers = {}
         for item in raw:
             how = (
                 "vouched"
@@ -395,7 +409,7 @@ class RowChecker:
             memo = (item.path, item.data, how)
             result = self._seen.get(memo) if item.error is None else None
             if result is None:
-                result = self._one(item, store_keys, how, head_key)
+                result = self._one(item, store_keys, how, head_key, answers)
             if item.error is None:
                 seen[memo] = result
             if isinstance(result, GoodRow):
@@ -406,13 +420,18 @@ class RowChecker:
         return out
 
     def _one(
-        self, raw: RawRecord, store_keys: frozenset[str], how: str, head_key: str | None
+        self,
+        raw: RawRecord,
+        store_keys: frozenset[str],
+        how: str,
+        head_key: str | None,
+        answers: KeyAnswers,
     ) -> GoodRow | BadRow:
         if self.trust is None:
             doc = _parse(raw)
             return doc if isinstance(doc, BadRow) else GoodRow(raw.path, doc, None)
         if how == "vouched" and head_key is not None:
-            quick = vouched_row(raw, self.trust, head_key)
+            quick = vouched_row(raw, self.trust, head_key, answers)
             if quick is not None:
                 return quick
         result = check_row(raw, self.trust, store_keys)

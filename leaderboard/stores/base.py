@@ -19,9 +19,11 @@ parent commit on the Hub) and one that loses the race reads it again and re-sign
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -114,6 +116,24 @@ class Store(Protocol):
     def publish_key(self, pem: bytes) -> str: ...
 
     def public_keys(self) -> dict[str, bytes]: ...
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cycle collector off while a view reads or parses a store's files.
+
+    Parsing 10,000 rows makes some 200,000 containers, none of them in a cycle, and the
+    collector would walk them all over again every few thousand: it tripled the time of
+    ``json.loads`` over a 10,000-row store. Reference counting still frees everything;
+    the collector is turned back on (if it was on) as soon as the block ends.
+    """
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def _segment(value: str, what: str) -> str:

@@ -74,3 +74,32 @@ def test_eight_processes_publishing_fifty_records_each_lose_nothing(
     head = parse_head((store.root / "log" / "head.json").read_bytes())
     assert head.version == 400  # one head per publish call that added rows (1 row each)
     assert sorted(leaf["path"] for leaf in head.leaves) == sorted(item.path for item in raw)
+
+
+def test_a_read_finds_every_file_rglob_finds_in_the_same_order(
+    seeded_store: LocalStore,
+) -> None:
+    """The reader walks folders with scandir: the same files as ``Path.rglob`` (a hidden
+    file, one still being written, left out; a stray folder's files reported as rows)."""
+    import gc
+
+    root = seeded_store.root
+    (root / "records" / "tiny" / ".half-written.json").write_bytes(b"{")
+    (root / "records" / "tiny-b").mkdir()
+    (root / "records" / "tiny-b" / "x.json").write_bytes(b"{}")
+    (root / "records" / "tiny" / "nested").mkdir()
+    (root / "records" / "tiny" / "nested" / "y.json").write_bytes(b"{}")
+    base = root / "records"
+    expected = [
+        p.relative_to(root).as_posix()
+        for p in sorted(base.rglob("*"))
+        if not p.is_dir() and not p.name.startswith(".")
+    ]
+    raw = seeded_store.snapshot().records
+    assert [r.path for r in raw] == expected
+    assert len(expected) == 9 and "records/tiny-b/x.json" in expected
+    stray = {r.path: r.error for r in raw if r.error is not None}
+    assert list(stray) == ["records/tiny/nested/y.json"] and "layout" in str(stray.values())
+    good = [r for r in raw if r.error is None and r.path.startswith("records/tiny/")]
+    assert all(r.data == (root / r.path).read_bytes() for r in good)
+    assert gc.isenabled()  # the reader paused the cycle collector only while it read
