@@ -110,7 +110,13 @@ class Browser:
         """Poll ``expression`` until it is truthy; its value."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            value = self.js(expression)
+            try:
+                value = self.js(expression)
+            except AssertionError as exc:
+                # a page that is navigating has no context to evaluate in yet: ask again
+                if "navigated or closed" not in str(exc) and "context" not in str(exc):
+                    raise
+                value = None
             if value:
                 return value
             time.sleep(0.1)

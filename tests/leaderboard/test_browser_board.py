@@ -30,6 +30,12 @@ RANKED_TEAMS = (
 )
 
 
+def wait_for_order(browser: Browser, teams: list[str]) -> None:
+    """The ranked table lists ``teams`` in this order (waited for: a click re-renders)."""
+    want = json.dumps(json.dumps(teams, separators=(",", ":")))
+    browser.wait(f"JSON.stringify({RANKED_TEAMS}) === {want}")
+
+
 @pytest.fixture
 def served(
     seeded_store: LocalStore, key_files: tuple[Path, Path]
@@ -80,20 +86,20 @@ def test_sort_follow_a_link_and_open_a_permalink(
     browser.resize(width, 900)
     browser.open(url)
     browser.wait("document.body.dataset.ready === '1'")
-    assert browser.js(RANKED_TEAMS) == ["otters", "falcons", "herons"]
+    wait_for_order(browser, ["otters", "falcons", "herons"])
 
     # sort: a click on "team" sorts A to Z, a second Z to A; "#" goes back to the ranks
     browser.js("document.querySelector('#ranked th[data-sort=team]').click()")
-    assert browser.js(RANKED_TEAMS) == ["falcons", "herons", "otters"]
+    wait_for_order(browser, ["falcons", "herons", "otters"])
     assert browser.js("document.querySelector('#ranked th[data-sort=team]').ariaSort") == (
         "ascending"
     )
     browser.js("document.querySelector('#ranked th[data-sort=team]').click()")
-    assert browser.js(RANKED_TEAMS) == ["otters", "herons", "falcons"]
+    wait_for_order(browser, ["otters", "herons", "falcons"])
     browser.js("document.querySelector('#ranked th[data-sort=ppl]').click()")
-    assert browser.js(RANKED_TEAMS) == ["herons", "falcons", "otters"]  # 2.20, 2.31, 2.40
+    wait_for_order(browser, ["herons", "falcons", "otters"])  # 2.20, 2.31, 2.40
     browser.js("document.querySelector('#ranked th[data-sort=rank]').click()")
-    assert browser.js(RANKED_TEAMS) == ["otters", "falcons", "herons"]
+    wait_for_order(browser, ["otters", "falcons", "herons"])
 
     if width == 1280:  # every column, the date last, fits the table's box: nothing cut
         cut = browser.js(
