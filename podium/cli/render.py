@@ -139,7 +139,7 @@ def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("reported TPS", _num(metrics["reported_tps"])))
     if ppl:
         if "value" in ppl:
-            rows.append(("PPL", "undefined" if ppl["value"] is None else _num(ppl["value"], ".4f")))
+            rows.append(("PPL", "undefined" if ppl["value"] is None else _num(ppl["value"], "g")))
         if "cap" in ppl:
             rows.append(("PPL cap", _num(ppl["cap"], ".4f")))
         rows += _generic_rows("ppl.", ppl, _PPL_SHOWN)
@@ -241,7 +241,7 @@ def summary_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("reported TPS", _num(metrics["reported_tps"])))
     if ppl and "value" in ppl:
         value, cap = ppl["value"], ppl.get("cap")
-        shown = "undefined" if value is None else _num(value, ".4f")
+        shown = "undefined" if value is None else _num(value, "g")
         if isinstance(cap, (int, float)):
             over = isinstance(value, (int, float)) and value > cap
             shown += f" ({'over' if over else 'under'} the cap, {_num(cap, '.4f')})"

@@ -225,7 +225,7 @@ def test_the_summary_shows_verdict_tps_interval_ppl_cap_and_failing_checks_only(
     code, out, _ = run(["report", "show", str(path)], capsys)
     assert code == 0 and out.startswith("VERIFIED team-a/entry-1")
     assert "1234.50 (95% CI 1209.81 .. 1259.19)" in out
-    assert "2.3000 (under the cap, 2.4150)" in out
+    assert "2.3 (under the cap, 2.4150)" in out
     assert "integrity.reference-decode" in out and "91% agreement" in out
     assert "tps.stability" not in out and "3 trials agree" not in out  # passed: counted only
     assert "checks: 2 pass, 1 fail (of 3)" in out
