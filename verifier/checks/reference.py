@@ -38,7 +38,8 @@ allowance for loss on either path.
   record may be at most ``max_lower_nats`` better than the reference: one floor for
   every entry, whatever it declares or reports. The judged PPL is never lower than the
   reference's on the records it scored, taken together (``judged_ppl``), so flattering
-  sampled records gains nothing. And the scoring answers must name the engine's own top: where an answer lists the scored token as its top, the reference
+  sampled records gains nothing. And the scoring answers must name the engine's own top:
+  where an answer lists the scored token as its top, the reference
   may put that token a whole ``large_gap_nats`` below its own top no more often than the
   decode's large gaps are allowed (with a Poisson count's sampling noise); an answer that
   withholds its top (lists only the token asked about) fails.
