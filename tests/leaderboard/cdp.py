@@ -37,6 +37,7 @@ class Browser:
                 "--disable-background-networking",
                 "--disable-component-update",
                 "--disable-sync",
+                "--disable-dev-shm-usage",
                 "--hide-scrollbars",
                 "--remote-debugging-pipe",
                 f"--user-data-dir={profile}",

@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -32,6 +33,7 @@ FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-dev-shm-usage",
     "--hide-scrollbars",
     "--virtual-time-budget=10000",
 ]
@@ -82,9 +84,16 @@ def wait_for(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> 
 
 
 def chromium(*args: str, cwd: Path) -> str:
+    """Headless Chromium with a profile of its own under ``cwd``: two test files on two
+    workers each start one, and two browsers on one profile (root's default) crash."""
     assert CHROMIUM is not None
+    profile = Path(tempfile.mkdtemp(prefix="chromium-profile-", dir=cwd))
     out = subprocess.run(
-        [CHROMIUM, *FLAGS, *args], capture_output=True, timeout=120, cwd=cwd, check=True
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        timeout=120,
+        cwd=cwd,
+        check=True,
     )
     return out.stdout.decode("utf-8", "replace")
 
