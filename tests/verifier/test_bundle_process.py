@@ -148,3 +148,44 @@ def test_a_bundle_without_the_baseline_engine_code_is_refused(
     shutil.rmtree(root / "engine" / "engines" / "baseline")
     with pytest.raises(UsageError, match="no engine/engines/baseline"):
         bundle_process(root, opened[1])
+
+
+@pytest.mark.parametrize("package", ["engines", "engines/baseline"])
+def test_a_bundle_package_without_its_init_is_refused_by_name(
+    opened: tuple[Path, Manifest], tmp_path: Path, package: str
+) -> None:
+    root = with_dockerfile(opened, tmp_path, dockerfile())
+    (root / "engine" / package / "__init__.py").unlink()
+    with pytest.raises(UsageError, match=f"engine/{package}/ has no __init__.py"):
+        bundle_process(root, opened[1])
+
+
+def test_without_its_init_a_bundles_engines_folder_loses_to_podiums_own(
+    opened: tuple[Path, Manifest], tmp_path: Path
+) -> None:
+    """Why the refusal above: a folder without ``__init__.py`` is a namespace portion, and
+    Python goes on along the path to podium's own regular ``engines`` package (installed
+    here), even with the bundle first on ``PYTHONPATH`` and ``-P``."""
+    import os
+    import subprocess
+    import sys
+
+    root = with_dockerfile(opened, tmp_path, dockerfile())
+    engine = root / "engine"
+    probe = "import engines.baseline as b; print(b.__file__)"
+
+    def loaded() -> Path:
+        env = {**os.environ, "PYTHONPATH": str(engine)}
+        out = subprocess.run(
+            [sys.executable, "-P", "-c", probe],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return Path(out.stdout.strip())
+
+    assert loaded().is_relative_to(engine)
+    (engine / "engines" / "__init__.py").unlink()
+    assert not loaded().is_relative_to(engine)

@@ -12,7 +12,8 @@ What a process cannot reproduce is refused, naming it (``UsageError``, the run i
 started): an image built with ``RUN`` steps (installed packages, patched files), another
 ``FROM`` stage, an ``ENTRYPOINT``, a ``CMD`` that is not ``python -m engines.baseline``,
 an engine kind other than ``baseline`` or ``custom``, and a bundle without the baseline
-engine's code. The parse is deliberately small: an instruction it does not know is
+engine's code (both of its packages, ``engines`` and ``engines.baseline``, with their
+``__init__.py``). The parse is deliberately small: an instruction it does not know is
 refused, never skipped. The lines are read by ``submission.dockerfile``, the reader
 ``validate`` and intake use.
 """
@@ -103,6 +104,17 @@ def bundle_process(root: Path, manifest: Manifest) -> BundleProcess:
             "engine/engines/baseline",
             hint=_HINT,
         )
+    for package in ("engines", "engines/baseline"):
+        # a folder without __init__.py is only a namespace portion: Python goes on along
+        # the path, and a regular ``engines`` package further on (podium's own, from a
+        # checkout, an editable install or a wheel) would serve in the bundle's place
+        if not (engine_root / package / "__init__.py").is_file():
+            raise UsageError(
+                f"the bundle's engine/{package}/ has no __init__.py: without it Python "
+                "would import another engines package found later on the path, not the "
+                "bundle's",
+                hint=f"add engine/{package}/__init__.py (podium submission init writes it)",
+            )
     dockerfile = root / manifest.engine.dockerfile
     try:
         text = dockerfile.read_text(encoding="utf-8")
