@@ -152,17 +152,25 @@ def test_a_deleted_row_is_reported_by_team_and_entry(
     assert f"SET CHECK FAILED (missing): row herons/bf16 ({victim})" in out
 
 
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
 def test_a_row_added_without_the_key_is_never_ranked(
-    where: Local | Hub, keypair: KeyPair, pub: str
+    where: Local | Hub, keypair: KeyPair, pub: str, signed: bool
 ) -> None:
     publish(where, keypair, seeded_records(keypair))
-    # a genuine-looking row, even one signed by the organizer's key, that no head lists
+    # a row that no head lists: unsigned, or even signed by the organizer's key
     planted = make_record(keypair, team="sneaky", entry="late", tps=99_999.0, serial=50)
+    if not signed:
+        planted.pop("signature")
     where.plant(record_path(planted), record_bytes(planted))
     code, doc = verify(where, pub)
     assert code == 1
     assert kinds(doc) == ["unlisted"] and doc["set_problems"][0]["team"] == "sneaky"
-    assert [(b["kind"], b["team"]) for b in doc["bad"]] == [("unlisted", "sneaky")]
+    assert [b["team"] for b in doc["bad"]] == ["sneaky"]
+    bad = doc["bad"][0]
+    if signed:
+        assert bad["kind"] == "unlisted" and "head does not list" in bad["problem"], bad
+    else:
+        assert (bad["kind"], bad["problem"]) == ("schema", "unsigned"), bad
     out = show(where, pub)
     assert "SET CHECK FAILED (unlisted): row sneaky/late" in out and "99,999" not in out
 
