@@ -281,11 +281,11 @@ def make_source(row: Row, where: Path) -> Path:
 def verify_row(row: Row, where: Path) -> dict[str, Any]:
     """Package the row's bundle and verify it; the report and the wall time."""
     from doubles.sandbox import VerifyingSandbox
+    from verifier.runners.reference import reference_runner
 
     from schemas.challenge import load_challenge
     from submission.bundle import package
     from verifier.pipeline import VerifyRequest, verify
-    from verifier.runners.reference import reference_runner
 
     src = make_source(row, where)
     # a machine without Docker (a GPU host) names the base image's digest itself

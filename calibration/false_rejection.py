@@ -41,9 +41,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from verifier.checks.reference import decode_allowances
+
 from bench.common import REPO_ROOT, busy_neighbours, machine
 from calibration import RESULTS_DIR, tiny_budget, tiny_spec
-from verifier.checks.reference import decode_allowances
 
 
 def _margins(report: dict[str, Any]) -> dict[str, Any]:
@@ -90,11 +91,12 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from verifier.runners.reference import reference_runner
+
     from schemas.challenge import load_challenge
     from submission.bundle import package
     from verifier.pipeline import VerifyRequest, verify
     from verifier.runners.local_docker import LocalDockerRunner
-    from verifier.runners.reference import reference_runner
 
     work = Path(tempfile.mkdtemp(prefix="podium-frr-"))
     src = work / "src"

@@ -44,6 +44,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from verifier.checks.reference import decode_allowances
+
 from bench.common import REPO_ROOT, machine
 from calibration import RESULTS_DIR, margins, tiny_budget, tiny_spec
 from calibration.calibrate import (
@@ -56,7 +58,6 @@ from calibration.calibrate import (
     separation_text,
     summarise,
 )
-from verifier.checks.reference import decode_allowances
 
 ZERO_DIGEST = "sha256:" + "0" * 64
 RESULT = "gpu_verify.json"

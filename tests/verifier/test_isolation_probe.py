@@ -18,10 +18,12 @@ import pytest
 from doubles.sandbox import closed_sandbox
 
 from podium.errors import EngineError
+from podium.events import Events
 from schemas.challenge import load_challenge
-from verifier import pipeline
 from verifier.evidence import IsolationEvidence
-from verifier.pipeline import Events, VerifyRequest
+from verifier.stages import isolation
+from verifier.stages.isolation import IsolationProbe
+from verifier.stages.run import Run, VerifyRequest
 
 
 class SlowProbe:
@@ -43,8 +45,8 @@ class SlowProbe:
         return replace(evidence, configuration={**evidence.configuration, "network": network})
 
 
-def _run(tmp_path: Path) -> pipeline._Run:
-    run = pipeline._Run(
+def _run(tmp_path: Path) -> Run:
+    run = Run(
         VerifyRequest(tmp_path / "b.tar.gz", load_challenge("tiny"), None, tmp_path), Events()
     )
     run.sets = SimpleNamespace(  # type: ignore[assignment]
@@ -59,7 +61,7 @@ def test_the_probe_runs_beside_the_boot_and_its_wait_is_the_isolation_stage(
     tmp_path: Path,
 ) -> None:
     run, runner = _run(tmp_path), SlowProbe(0.3)
-    probe = pipeline._Probe(run, runner, handle=None)  # type: ignore[arg-type]
+    probe = IsolationProbe(run, runner, handle=None)  # type: ignore[arg-type]
     time.sleep(0.4)  # the tokenizer and the reference load meanwhile
     probe.finish()
     stage = run.record.stages[-1]
@@ -73,9 +75,9 @@ def test_the_probe_runs_beside_the_boot_and_its_wait_is_the_isolation_stage(
 def test_a_probe_that_never_returns_fails_the_run_at_isolation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "ISOLATION_WAIT_S", 0.2)
+    monkeypatch.setattr(isolation, "ISOLATION_WAIT_S", 0.2)
     run, runner = _run(tmp_path), SlowProbe(30)
-    probe = pipeline._Probe(run, runner, handle=None)  # type: ignore[arg-type]
+    probe = IsolationProbe(run, runner, handle=None)  # type: ignore[arg-type]
     try:
         with pytest.raises(EngineError, match="did not finish within 0 s"):
             probe.finish()
@@ -89,7 +91,7 @@ def test_after_an_earlier_failure_the_probe_ends_before_the_sandbox_stops(
     tmp_path: Path,
 ) -> None:
     run, runner = _run(tmp_path), SlowProbe(0.3, closed=False)
-    probe = pipeline._Probe(run, runner, handle=None)  # type: ignore[arg-type]
+    probe = IsolationProbe(run, runner, handle=None)  # type: ignore[arg-type]
     probe.settle()  # the tokenizer failed: finish() was never reached
     assert runner.finished.is_set(), "settle returned while the probe still ran"
     assert run.record.checks == [] and run.record.failure is None  # the earlier failure stands
@@ -103,9 +105,9 @@ def test_a_disabled_probe_never_starts(tmp_path: Path) -> None:
     spec = load_challenge("tiny")
     checks = {**spec.integrity, "isolation": {"enabled": False}}
     spec = dataclasses.replace(spec, integrity=checks)
-    run = pipeline._Run(VerifyRequest(tmp_path / "b.tar.gz", spec, None, tmp_path), Events())
+    run = Run(VerifyRequest(tmp_path / "b.tar.gz", spec, None, tmp_path), Events())
     runner = SlowProbe(0.0)
-    probe = pipeline._Probe(run, runner, handle=None)  # type: ignore[arg-type]
+    probe = IsolationProbe(run, runner, handle=None)  # type: ignore[arg-type]
     probe.finish()
     probe.settle()
     assert not runner.finished.is_set() and run.record.checks == []

@@ -19,11 +19,12 @@ import pytest
 
 from schemas.challenge import ReferenceEngine, load_challenge
 from verifier.declared import DeclaredModel
+from verifier.evidence.parse import listed_values
 from verifier.harness.client import EngineClient, wait_ready
-from verifier.harness.ppl import listed_values, ppl_request
+from verifier.harness.ppl import ppl_request
 from verifier.runners.base import EngineHandle
 from verifier.runners.process import ProcessRunner
-from verifier.runners.reference import InProcessReference, ProcessReference, reference_runner
+from verifier.runners.reference_engine import InProcessReference, ProcessReference, reference_runner
 
 MODEL = Path(__file__).resolve().parents[2] / "podium" / "data" / "tiny" / "model"
 WINDOWED = DeclaredModel(dtype="float32", sliding_window=16, applied={"SLIDING_WINDOW": 16})
