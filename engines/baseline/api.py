@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engines.baseline.errors import ApiError, bad_request
-from engines.baseline.model import BaselineEngine, Generation, TokenStep
+from engines.baseline.generation import Generation, TokenStep
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import (
     DEFAULT_MAX_LOGPROBS,
     ChatRequest,
