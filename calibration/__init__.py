@@ -2,7 +2,10 @@
 of cheats, run to show where each check's bound sits between them.
 
 - ``calibrate``: every honest and cheating row through ``podium verify`` on the CPU; the
-  table of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``).
+  table of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``). Its
+  parts: ``rows`` (the rows and the trust-margin rows), ``run_row`` (one row packaged and
+  verified), ``summary`` (a report's numbers and the row's expectation), ``table`` (the
+  docs section).
 - ``margins``: each row's position at each bound, and the separation stated from them.
 - ``attainable``: whether any reference-decode allowance could separate the recorded
   honest rows from the double spenders, read from the results (nothing is run).

@@ -185,8 +185,8 @@ def undeclared_rows(names: str) -> list[Any]:
     """The honest margin rows inside the cap; a comma-separated list of names picks those,
     among the honest margin rows and the honest rows of the calibration table (declared
     windows, int8, bf16, and the vLLM rows, which need Docker and ``podium/vllm-cpu``)."""
-    from calibration.calibrate import margin_rows
-    from calibration.calibrate import rows as table_rows
+    from calibration.rows import margin_rows
+    from calibration.rows import rows as table_rows
 
     honest = [r for r in margin_rows() if r.kind == "honest"]
     if names:
@@ -205,7 +205,7 @@ def control_rows(cheats: bool = False) -> list[Any]:
     honest speculative decoding by n-gram lookup (whose speed depends on the text); with
     ``cheats``, also the corpus replayers it must reject (``tests/doubles/corpus.py``),
     reading tiny's shipped held-out set."""
-    from calibration.calibrate import Row, doubles
+    from calibration.rows import Row, doubles
 
     rows = [
         Row("honest baseline", "honest"),
@@ -233,7 +233,7 @@ def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_rows(rows: list[Any], times: int) -> dict[str, Any]:
     """Each row ``times`` times, as the calibration runs it; verdicts and margins per row."""
-    from calibration.calibrate import verify_row
+    from calibration.run_row import verify_row
 
     out: dict[str, Any] = {}
     for row in rows:

@@ -46,16 +46,10 @@ from typing import Any
 
 from bench.common import REPO_ROOT, machine
 from calibration import RESULTS_DIR, margins, tiny_budget, tiny_spec
-from calibration.calibrate import (
-    DECODE_RATIO,
-    GPU_HEADING,
-    Row,
-    doubles,
-    make_source,
-    margin_rows,
-    separation_text,
-    summarise,
-)
+from calibration.rows import DECODE_RATIO, Row, doubles, margin_rows
+from calibration.run_row import make_source
+from calibration.summary import summarise
+from calibration.table import GPU_HEADING, separation_text
 from verifier.checks.reference import decode_allowances
 
 ZERO_DIGEST = "sha256:" + "0" * 64
@@ -263,7 +257,7 @@ def _ok(result: dict[str, Any], cap: float) -> bool:
     honest approximation whose PPL is over the cap, which ``ppl.cap`` alone must reject. A
     replaying cheat on a stream that never repeats a prompt had nothing to replay: it
     computed every token, so it is judged as an honest engine
-    (``calibration.calibrate.expectation``). Judged on a run's stored summary, so that
+    (``calibration.summary.expectation``). Judged on a run's stored summary, so that
     ``--merge`` judges runs of earlier calls by the same rule."""
     failing = [f["id"] for f in result.get("failing_checks") or []]
     if result["kind"] == "cheat" and not (result.get("replays") and result.get("no_repeat")):
