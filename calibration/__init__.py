@@ -13,7 +13,8 @@ of cheats, run to show where each check's bound sits between them.
   spender that answers its probes (they would not widen the comparison made today).
 - ``false_rejection``: repeated verifications of honest entries, the false-rejection rate.
 - ``stability``: the tiny spec's TPS spread with busy neighbours (``tps.unstable``).
-- ``gpu_verify``: the calibration rows on a CUDA GPU (run there by ``bash bench/gpu.sh``).
+- ``gpu_verify``: the calibration rows on a CUDA GPU (run there by ``bash bench/gpu.sh``);
+  ``gpu_run`` packages and verifies one run there, ``gpu_table`` writes its docs table.
 
 Their results live in ``calibration/results/``; what they share with the benchmarks (the
 machine's description, engine processes, busy neighbours) is ``bench.common``.

@@ -205,9 +205,9 @@ def test_the_docs_section_ends_where_the_gpu_rows_begin() -> None:
 
 
 def test_both_writers_find_their_headings_in_the_docs() -> None:
-    from calibration import gpu_verify
+    from calibration import gpu_table
 
     text = DOCS.read_text(encoding="utf-8")
     assert text.count(HEADING) == 1
-    assert text.count(gpu_verify.HEADING) == 1
-    assert text.index(HEADING) < text.index(gpu_verify.HEADING)
+    assert text.count(gpu_table.HEADING) == 1
+    assert text.index(HEADING) < text.index(gpu_table.HEADING)
