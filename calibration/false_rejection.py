@@ -228,11 +228,6 @@ def control_rows(cheats: bool = False) -> list[Any]:
     ]
 
 
-def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
-    """Each honest undeclared row ``args.runs`` times; verdicts and margins per row."""
-    return run_rows(undeclared_rows(args.undeclared), args.runs)
-
-
 def run_rows(rows: list[Any], times: int) -> dict[str, Any]:
     """Each row ``times`` times, as the calibration runs it; verdicts and margins per row."""
     from calibration.run_row import verify_row
@@ -376,15 +371,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {p['e']:.4f} | {p['decode_mean']:.2f} | {p['decode_large']:.2f} |"
             )
         return 0
-    if args.controls:
-        result = {"machine": machine(), **run_rows(control_rows(args.cheats), args.runs)}
-        target = args.out or RESULTS_DIR / "false_rejection-controls.json"
-        target.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"{result['false_rejections']} REJECTED over {result['runs']} runs; wrote {target}")
-        return 0
-    if args.undeclared is not None:
-        result = {"machine": machine(), **run_undeclared(args)}
-        target = args.out or RESULTS_DIR / "false_rejection-undeclared.json"
+    if args.controls or args.undeclared is not None:  # --controls first
+        rows = control_rows(args.cheats) if args.controls else undeclared_rows(args.undeclared)
+        which = "controls" if args.controls else "undeclared"
+        result = {"machine": machine(), **run_rows(rows, args.runs)}
+        target = args.out or RESULTS_DIR / f"false_rejection-{which}.json"
         target.write_text(json.dumps(result, indent=2) + "\n")
         print(f"{result['false_rejections']} REJECTED over {result['runs']} runs; wrote {target}")
         return 0
