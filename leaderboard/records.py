@@ -15,7 +15,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from podium.canonical import canonical_json, sha256_bytes
-from podium.errors import SchemaError, SignatureError
+from podium.errors import SignatureError
 from podium.signing import KeyPair, sign_document, verify_document
 from schemas.validate import validate
 
@@ -204,22 +204,3 @@ def record_from_report(
     }
     validate("record", record, file=f"record of report {report_doc['report_id']}")
     return sign_document(record, keypair)
-
-
-def verify_record(doc: Any, public_key: Ed25519PublicKey) -> str:
-    """Check a record's schema, id and signature; return the key id or raise.
-
-    Raises ``SchemaError`` for a malformed row or one whose id does not match its
-    content, ``SignatureError`` for a forged or altered one.
-    """
-    if not isinstance(doc, dict):
-        raise SchemaError("a record must be a JSON object", expected="object")
-    validate("record", doc, file=f"record {doc.get('record_id', '?')}")
-    key = verify_document(doc, public_key)
-    expected = expected_record_id(doc)
-    if doc["record_id"] != expected:
-        raise SchemaError(
-            f"record_id {doc['record_id']} does not match its content ({expected})",
-            json_path="$.record_id",
-        )
-    return key

@@ -6,10 +6,12 @@ import json
 import math
 from typing import Any
 
+from factories import checked
+
 from bench import fidelity, noise, views
 from bench.common import paced_engine
-from leaderboard.records import verify_record
 from podium.signing import KeyPair
+from schemas.validate import validate
 from verifier.harness.stats import t975
 
 
@@ -54,7 +56,8 @@ def test_harness_reads_the_paced_engine_rate_within_a_few_percent() -> None:
 def test_synthetic_leaderboard_records_are_schema_valid_and_signed() -> None:
     keypair = KeyPair.generate()
     record = views.make_record(keypair, 7)
-    verify_record(record, keypair.public_key)
+    validate("record", record)
+    assert len(checked([record], keypair).good) == 1
     assert record["verdict"] == "VERIFIED"
     assert views.make_record(keypair, 5)["verdict"] == "REJECTED"
 
