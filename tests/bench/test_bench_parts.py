@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+import pytest
 from factories import checked
 
 from bench import fidelity, noise, views
@@ -43,6 +44,7 @@ def test_engine_side_splits_trials_and_measures_turnaround() -> None:
     assert [round(g) for g in trials[1]["turnaround_us"]] == [0]
 
 
+@pytest.mark.serial
 def test_harness_reads_the_paced_engine_rate_within_a_few_percent() -> None:
     with paced_engine(2000) as engine:
         cell = fidelity.run_cell(engine.url, 2000, 1, trials=2, trial_s=0.5)
@@ -62,6 +64,7 @@ def test_synthetic_leaderboard_records_are_schema_valid_and_signed() -> None:
     assert views.make_record(keypair, 5)["verdict"] == "REJECTED"
 
 
+@pytest.mark.serial
 def test_proxy_bench_measures_the_gate_against_the_same_upstream_in_both_sizes() -> None:
     from bench import proxy_latency
 

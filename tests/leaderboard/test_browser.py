@@ -138,6 +138,7 @@ def test_served_page_shows_ranked_rows_in_order_and_a_scatter(
         proc.wait(timeout=10)
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_ten_thousand_records_render_paginated(seeded_store: LocalStore, tmp_path: Path) -> None:
     base = next(r for r in seeded_store.list_records() if r["verdict"] == "VERIFIED")
