@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from podium.canonical import sha256_file
 from podium.errors import BundleError, DockerError, UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.check_ids import BUNDLE_DIGEST_MISMATCH, SUBMISSION_TOO_LARGE
@@ -142,11 +143,7 @@ def write_bundle(frozen: Frozen, out_path: Path) -> BundleInfo:
     finally:
         if os.path.exists(tmp_name):
             os.unlink(tmp_name)
-    h = hashlib.sha256()
-    with open(out_path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return BundleInfo(out_path, h.hexdigest(), out_path.stat().st_size)
+    return BundleInfo(out_path, sha256_file(out_path), out_path.stat().st_size)
 
 
 def _inside(child: Path, parent: Path) -> bool:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from podium.errors import UsageError
 from podium.events import Events
+from podium.timestamps import now_iso
 from schemas.challenge import ChallengeSpec
 from schemas.findings import errors_in
 from submission.sweep.answer import Answer, answer, given_margin, latest, measured_margin
@@ -79,10 +79,6 @@ class SweepResult:
             "notes": self.notes,
             **self.answer.to_dict(),
         }
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Sweeper:

@@ -32,7 +32,7 @@ from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
 from verifier.runners.reference_engine import reference_runner
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # every test reads the TPS it measured
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "podium" / "data" / "tiny" / "heldout-prompts.jsonl"

@@ -117,6 +117,7 @@ def test_every_trial_times_its_controls_in_its_first_pass_and_the_rest_is_unchan
 # -- through the harness ---------------------------------------------------------------------
 
 
+@pytest.mark.serial
 @pytest.mark.quiet("integrity.controls")
 def test_an_engine_that_computes_every_answer_runs_its_controls_at_the_speed_of_the_rest() -> None:
     result, outcomes = run()
@@ -136,6 +137,7 @@ def test_an_engine_that_computes_every_answer_runs_its_controls_at_the_speed_of_
     assert outcome.details["agreement"]["excess"] == 0.0
 
 
+@pytest.mark.serial
 @pytest.mark.fires("integrity.controls")
 def test_an_engine_that_replays_a_known_corpus_is_slower_on_the_controls_it_cannot_know() -> None:
     corpus = tuple(str(p["prompt"]) for p in HELDOUT)

@@ -99,6 +99,7 @@ def test_lying_usage_is_an_error_finding_while_the_lengths_pass() -> None:
 # -- integrity.caching ----------------------------------------------------------------------
 
 
+@pytest.mark.serial
 @pytest.mark.quiet("integrity.caching")
 def test_caching_passes_an_engine_that_generates_every_answer(
     honest: tuple[Any, dict[str, Any]],
@@ -111,6 +112,7 @@ def test_caching_passes_an_engine_that_generates_every_answer(
     assert caching.details["controls"] == 2 and caching.details["repeats"] == 2
 
 
+@pytest.mark.serial
 @pytest.mark.fires("integrity.caching")
 def test_caching_catches_answers_replayed_for_repeated_prompts() -> None:
     """Trial 2 repeats trial 1's prompts; the replayed answers are far faster than controls."""
@@ -120,6 +122,7 @@ def test_caching_catches_answers_replayed_for_repeated_prompts() -> None:
     assert caching.details["speedup"] > 1.5
 
 
+@pytest.mark.serial
 def test_replaying_while_slowing_the_requests_beside_each_control_still_fails() -> None:
     """The engine spots the controls (new prompts once prompts repeat) and slows the request
     after each by more than a control takes; every repeat counts, so the replays still show.
@@ -131,6 +134,7 @@ def test_replaying_while_slowing_the_requests_beside_each_control_still_fails() 
     assert caching.status == "fail" and caching.details["speedup"] > 1.3
 
 
+@pytest.mark.serial
 def test_replays_in_later_passes_of_a_trial_count_as_repeats() -> None:
     """A trial shorter than min_trial_seconds repeats its pass: those repeats count too."""
     spec = small_spec(min_trial_seconds=0.5, integrity={"same_path": {"enabled": False}})
@@ -198,6 +202,7 @@ def test_ranks_that_contradict_the_values_are_a_finding() -> None:
 # -- tps.unstable ----------------------------------------------------------------------------
 
 
+@pytest.mark.serial
 @pytest.mark.quiet("tps.unstable")
 def test_trials_that_agree_are_stable(honest: tuple[Any, dict[str, Any]]) -> None:
     result, _ = honest
@@ -205,6 +210,7 @@ def test_trials_that_agree_are_stable(honest: tuple[Any, dict[str, Any]]) -> Non
     assert unstable.status == "pass" and unstable.details["trials_run"] == 2
 
 
+@pytest.mark.serial
 @pytest.mark.fires("tps.unstable")
 def test_a_speed_that_jumps_adds_trials_then_is_unstable() -> None:
     spec = small_spec(  # one block of 4 generations per trial: slow and fast trials alternate

@@ -191,6 +191,7 @@ def _generate(url: str, max_tokens: int, timeout_s: float) -> None:
     httpx.post(f"{url}/v1/completions", json=body, timeout=timeout_s).raise_for_status()
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_cleanup_ends_a_request_the_client_gave_up_on() -> None:
     """The client's deadline passed (the reference phase then fails the run): the request
