@@ -7,7 +7,7 @@ Steps, each timed: build a Gemma 4 text model with the E4B text configuration (4
 layers, hidden 2560, 262,144-token vocabulary, ...) and **random** bf16 weights on the
 GPU; score the PPL records directly with it (the reference for the engine's PPL); save
 it with a tokenizer; start ``python -m engines.baseline`` on it as a separate process;
-drive it with ``verifier.harness.run_harness`` (ready, the evaluation: TPS with warm-up
+drive it with ``verifier.stages.evaluation.run_harness`` (ready, the evaluation: TPS with warm-up
 and the PPL records placed among the timed requests, the evaluation checks) with
 fast-gemma's workload shape (chat endpoint, single stream,
 512 output tokens, ``ignore_eos``, greedy), fewer prompts and trials so the whole run
@@ -295,8 +295,8 @@ def drive(
     url: str, args: argparse.Namespace, vocab: int, folder: Path, rows: list[dict[str, Any]]
 ) -> tuple[Any, float, float]:
     """The harness on the engine at ``url``: its result, its wall and CPU seconds."""
-    from verifier.evaluation import run_harness
     from verifier.harness.render import TokenizerRenderer
+    from verifier.stages.evaluation import run_harness
 
     spec = workload(args)
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -314,8 +314,9 @@ def drive(
     return harness, time.perf_counter() - t0, time.process_time() - cpu0
 
 
-def harness_result(harness: Any, wall: float, cpu: float) -> dict[str, Any]:
-    """What the harness measured, as the result's ``harness``."""
+def harness_result(evaluated: Any, wall: float, cpu: float) -> dict[str, Any]:
+    """What the harness measured and the checks made of it, as the result's ``harness``."""
+    harness = evaluated.harness
     tps, ppl = harness.tps, harness.ppl
     return {
         "wall_s": wall,
@@ -326,7 +327,9 @@ def harness_result(harness: Any, wall: float, cpu: float) -> dict[str, Any]:
         "warmup_s": tps.warmup_seconds if tps else None,
         "tps": tps.to_metrics() if tps else None,
         "ppl": ppl.to_metrics() if ppl else None,
-        "checks": [{"id": c.id, "status": c.status, "summary": c.summary} for c in harness.checks],
+        "checks": [
+            {"id": c.id, "status": c.status, "summary": c.summary} for c in evaluated.checks
+        ],
     }
 
 
@@ -371,13 +374,14 @@ def main(argv: list[str] | None = None) -> int:
     save()
     print(f"engine ready after {result['engine_start_s']:.1f} s", flush=True)
     try:
-        harness, wall, cpu = drive(engine.url, args, shape["vocab_size"], folder, rows)
+        evaluated, wall, cpu = drive(engine.url, args, shape["vocab_size"], folder, rows)
     finally:
         engine.stop()
         gpu.stop()
+    harness = evaluated.harness
     tps, ppl = harness.tps, harness.ppl
     direct_nll = math.fsum(direct)
-    result["harness"] = harness_result(harness, wall, cpu)
+    result["harness"] = harness_result(evaluated, wall, cpu)
     if ppl is not None and ppl.tokens:
         result["ppl_vs_direct"] = {
             "engine_nll": ppl.nll_sum,

@@ -38,12 +38,11 @@ ENGINES = {
 
 
 def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
-    from verifier.runners.reference import reference_runner
-
     from schemas.challenge import load_challenge
     from submission.bundle import package
     from verifier.pipeline import VerifyRequest, verify
     from verifier.runners.local_docker import LocalDockerRunner
+    from verifier.runners.reference_engine import reference_runner
 
     example = REPO_ROOT / "examples" / ENGINES[engine]
     packaged = package(example, workdir / "dist", build=False)

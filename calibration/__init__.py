@@ -41,9 +41,8 @@ def tiny_spec() -> dict[str, Any]:
 def tiny_budget() -> float:
     """The shipped tiny spec's quality budget B (nats per token), which every reference
     decode allowance grows with."""
-    from verifier.checks.reference import budget_of
-
     from schemas.challenge import load_challenge
+    from verifier.checks.budget import budget_of
 
     spec = load_challenge("tiny")
     return budget_of(spec, spec.check("reference_decode"))

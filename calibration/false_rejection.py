@@ -43,7 +43,7 @@ from typing import Any
 
 from bench.common import REPO_ROOT, busy_neighbours, machine
 from calibration import RESULTS_DIR, tiny_budget, tiny_spec
-from verifier.checks.reference import decode_allowances
+from verifier.checks.budget import decode_allowances
 
 
 def _margins(report: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def _run_once(bundle: Path, spec: Any, out_dir: Path, i: int) -> dict[str, Any]:
     """One verification of the bundle in the Docker sandbox: its verdict and margins."""
     from verifier.pipeline import VerifyRequest, verify
     from verifier.runners.local_docker import LocalDockerRunner
-    from verifier.runners.reference import reference_runner
+    from verifier.runners.reference_engine import reference_runner
 
     t0 = time.perf_counter()
     out = verify(

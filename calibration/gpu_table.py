@@ -9,7 +9,7 @@ from typing import Any
 from calibration import margins, tiny_budget, tiny_spec
 from calibration.rows import margin_rows
 from calibration.table import DOCS, GPU_HEADING, separation_text
-from verifier.checks.reference import decode_allowances
+from verifier.checks.budget import decode_allowances
 
 #: the docs subsection ``python -m calibration.gpu_verify --table`` owns: from its heading
 #: to the next heading

@@ -20,9 +20,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from verifier.checks.reference import decode_allowances
-
 from calibration import tiny_budget
+from verifier.checks.budget import decode_allowances
 
 #: honest rows inside the cap sit at or below this share of every allowance
 HONEST_MAX = 0.5

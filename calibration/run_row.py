@@ -49,7 +49,7 @@ def verify_row(row: Row, where: Path) -> dict[str, Any]:
     from schemas.challenge import load_challenge
     from submission.bundle import package
     from verifier.pipeline import VerifyRequest, verify
-    from verifier.runners.reference import reference_runner
+    from verifier.runners.reference_engine import reference_runner
 
     src = make_source(row, where)
     # a machine without Docker (a GPU host) names the base image's digest itself

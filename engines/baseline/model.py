@@ -51,15 +51,14 @@ from engines.baseline.generation import (
 )
 from engines.baseline.load import load_checkpoint
 from engines.baseline.protocol import SamplingParams
-from engines.baseline.self_test import AttentionError, prove
+from engines.baseline.self_test import prove
 
 if TYPE_CHECKING:
     import torch
 
     from engines.baseline.attention import AttentionCheck
 
-#: the verifier's reference catches ``AttentionError`` from the engine it builds, here
-__all__ = ["AttentionError", "BaselineEngine", "Cancelled"]
+__all__ = ["BaselineEngine", "Cancelled"]
 
 #: Float32 logit cells (positions x vocabulary) materialised at once when scoring a prompt.
 LOGIT_CELLS_PER_CHUNK = 1 << 26

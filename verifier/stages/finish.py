@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from podium.timestamps import now_iso
 from schemas.check_ids import declared
 from schemas.report import FAILED, Stage
 from verifier.checks.completeness import checks_missing
-from verifier.report import build_documents, now_iso, sign_report, write_report
+from verifier.report import build_documents, sign_report, write_report
 from verifier.stages.run import ORGANIZER_EVIDENCE, ORGANIZER_LOG, Run
 from verifier.verdict import counted, decide, required_checks
 
@@ -71,7 +72,7 @@ def finish(run: Run) -> Outcome:
     # the report's wall time ends here: building, signing and writing it follow (ms)
     rec.stages.append(Stage("verdict", "ok", round(time.perf_counter() - t0, 3)))
     rec.organizer_evidence = ORGANIZER_EVIDENCE
-    doc, evidence = build_documents(rec, verdict=verdict, finished=now_iso())
+    doc, evidence = build_documents(rec, verdict=verdict, finished=now_iso(microseconds=True))
     signed = False
     if req.key is not None:
         doc = sign_report(doc, req.key)

@@ -17,12 +17,13 @@ from typing import Any
 from podium.errors import PodiumError
 from podium.events import Events
 from podium.signing import KeyPair
+from podium.timestamps import now_iso
 from schemas.challenge import ChallengeSpec, ReferenceEngine
 from schemas.report import Failure, Stage
 from verifier.datasets import EvaluationSets
 from verifier.declared import DeclaredModel
 from verifier.intake import Intake
-from verifier.report import RunRecord, now_iso
+from verifier.report import RunRecord
 from verifier.runners.base import ReferenceRunner, Runner
 
 #: the organizer's log, beside the report: the engine's output (its last MiB) and, after
@@ -65,7 +66,7 @@ class Run:
             spec=req.spec,
             mode="self-check" if req.self_check else "official",
             runner=req.runner.info.name if req.runner is not None else None,
-            started=now_iso(),
+            started=now_iso(microseconds=True),
             reported_tps=req.reported_tps,
             metrics={"ppl": None, "tps": None, "reported_tps": req.reported_tps},
         )
