@@ -28,7 +28,7 @@ from podium.cli import (
     worker_cmd,
 )
 from podium.cli.conventions import HELP_OPTIONS, RoleGroup, apply
-from podium.cli.output import console, print_error, set_debug, set_json
+from podium.cli.output import console, print_error, set_json
 from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_USAGE, PodiumError, UsageError
 from podium.untrusted import clean
 
@@ -97,7 +97,8 @@ def root(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
 ) -> None:
-    set_debug(debug)
+    # ``--debug`` is read by ``main`` before the line is parsed: it is accepted anywhere
+    del debug
 
 
 def _click_class(name: str) -> type[Exception]:
@@ -129,7 +130,6 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]  # accepted anywhere on the line
     set_json("--json" in args)
-    set_debug(debug)
     try:
         rv = command().main(args=args, prog_name="podium", standalone_mode=False)
     except typer.Abort:

@@ -25,7 +25,7 @@ from podium.cli.fit import fit
 from podium.errors import PodiumError
 from podium.untrusted import markup
 
-_state: dict[str, bool] = {"json": False, "debug": False}
+_state: dict[str, bool] = {"json": False}
 
 
 class FittingConsole(Console):
@@ -52,14 +52,6 @@ def set_json(enabled: bool) -> None:
 
 def json_mode() -> bool:
     return _state["json"]
-
-
-def set_debug(enabled: bool) -> None:
-    _state["debug"] = enabled
-
-
-def debug_mode() -> bool:
-    return _state["debug"]
 
 
 def emit(
