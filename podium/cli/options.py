@@ -152,6 +152,19 @@ EntryArg = Annotated[
 ]
 
 
+def require_engine_kind(engine: str | None) -> str | None:
+    """``--engine``: an engine kind, or not given."""
+    from schemas.engine_config import ENGINE_KINDS
+
+    if engine is not None and engine not in ENGINE_KINDS:
+        raise UsageError(
+            f"--engine {engine!r} is not an engine kind",
+            hint=f"choose one of: {', '.join(ENGINE_KINDS)}",
+            where="--engine",
+        )
+    return engine
+
+
 def require_heldout(heldout: str | None) -> str | None:
     """``--heldout``: an ``hf://`` set, or a directory that exists (checked before any
     image is built or any request claimed)."""
