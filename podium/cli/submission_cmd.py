@@ -219,7 +219,7 @@ def knobs_cmd(
 
       podium submission knobs my-entry --challenge fast-gemma --json
     """
-    from podium.cli.challenge_cmd import print_knobs
+    from podium.cli.challenge_view import print_knobs
     from submission.config import read_config
     from submission.knobs import knob_table
 

@@ -23,7 +23,7 @@ from rich.table import Table
 from leaderboard.publish import head_signer
 from leaderboard.stores.local import LocalStore
 from podium.cli.app import main
-from podium.cli.challenge_cmd import _describe
+from podium.cli.challenge_view import describe
 from podium.cli.fit import Fit, fit
 from podium.cli.output import FittingConsole
 from podium.cli.render import Signature, metric_rows, render_report, summary_rows
@@ -182,7 +182,7 @@ def test_challenge_show_keeps_every_label_and_digit(
     assert code == 0
     assert_whole(out, None, labels, values)
     con, buf = terminal(width)
-    _describe(spec, con)
+    describe(spec, con)
     assert_whole(buf.getvalue(), width, labels, [])
 
 
