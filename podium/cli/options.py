@@ -11,6 +11,10 @@
                   a PEM file's path or the PEM text itself)
 --runner          where the engine runs (a choice that ``--help`` lists)
 --json            one JSON document on stdout, for machines
+
+and the options several commands share with one meaning (``--details``, ``--logs``,
+``--base-digest``), with the checks of arguments that name files (a submission
+directory, a bundle, a held-out set) made when a command runs.
 """
 
 from __future__ import annotations
@@ -31,6 +35,15 @@ ENV_KEY = "PODIUM_SIGNING_KEY"
 DEFAULT_CHALLENGE = "tiny"
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document for machines.")]
+DetailsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--details",
+        help="Every metric and check (stability, trials, reference checks...), not only the "
+        "verdict, TPS, PPL and the checks that did not pass.",
+    ),
+]
+LogsOpt = Annotated[bool, typer.Option("--logs", help="Stream the image build log.")]
 
 
 # -- completion of values (`podium --install-completion`): what each option accepts ------
@@ -139,6 +152,15 @@ def require_bundle(path: Path) -> Path:
         hint="package one with `podium submission package DIR`",
         where=str(path),
     )
+
+
+def bundle_challenge(bundle: Path) -> str | None:
+    """The challenge id a bundle's manifest names; None when it cannot be read (intake
+    then rejects the bundle, with a report saying why)."""
+    from submission.safe_bundle import manifest_challenge
+
+    require_bundle(bundle)
+    return manifest_challenge(bundle)
 
 
 EntryArg = Annotated[

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from podium.cli.options import (
     ChallengeOpt,
+    DetailsOpt,
     EntryArg,
     JsonOpt,
     LocalRunner,
@@ -30,7 +31,6 @@ from podium.cli.options import (
     resolve_challenge,
 )
 from podium.cli.output import console, emit, json_mode, set_json
-from podium.cli.verify_cmd import DetailsOpt
 from podium.errors import EXIT_FINDINGS, UsageError
 from podium.events import Events
 from podium.untrusted import markup, text
@@ -398,7 +398,7 @@ def inspect_cmd(
     """
     import tempfile
 
-    from podium.cli.verify_cmd import bundle_challenge
+    from podium.cli.options import bundle_challenge
     from submission.safe_bundle import open_bundle, remove_opened
 
     set_json(json_out)
@@ -557,7 +557,7 @@ def selfcheck_cmd(
 
       podium submission selfcheck out/podium-tiny-baseline.tar.gz --runner process --json
     """
-    from podium.cli.verify_cmd import run_verification
+    from podium.cli.verification import run_verification
     from submission.bundle import package
 
     set_json(json_out)

@@ -266,8 +266,8 @@ def register(app: typer.Typer) -> None:
         network_group: Annotated[str | None, typer.Option(help="The network group.")] = None,
         json_out: JsonOpt = False,
     ) -> None:
-        from podium.cli.options import challenge_name
-        from podium.cli.verify_cmd import bundle_challenge, exit_code
+        from podium.cli.options import bundle_challenge, challenge_name
+        from podium.cli.verification import exit_code
         from verifier.scale.dispatch.harness_job import run_harness_job
 
         set_json(json_out)
