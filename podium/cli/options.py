@@ -44,6 +44,12 @@ DetailsOpt = Annotated[
     ),
 ]
 LogsOpt = Annotated[bool, typer.Option("--logs", help="Stream the image build log.")]
+BaseDigestOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-digest", help="Pin the base image to this sha256:... without asking Docker."
+    ),
+]
 
 
 # -- completion of values (`podium --install-completion`): what each option accepts ------
@@ -267,6 +273,12 @@ def load_named_challenge(name: str, source: str) -> ChallengeSpec:
 
 def resolve_challenge(given: str | None, named_by: str | None = None) -> ChallengeSpec:
     return load_named_challenge(*challenge_source(given, named_by))
+
+
+def given_challenge(name: str | None) -> ChallengeSpec | None:
+    """``--challenge`` when given; otherwise None (the library reads the one podium.toml
+    names)."""
+    return load_named_challenge(name, "--challenge") if name else None
 
 
 def signing_key(path: Path | None) -> KeyPair | None:

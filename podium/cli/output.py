@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,11 @@ def emit(
         sys.stdout.flush()
         return
     human(console())
+
+
+def quoted(path: object) -> str:
+    """``path`` as a shell word, for a command line a person copies (``next: ...``)."""
+    return shlex.quote(str(path))
 
 
 def emit_line(data: Any) -> None:
