@@ -151,11 +151,11 @@ def test_leaderboard_show_keeps_every_label_id_and_digit(
     assert_whole(out, None, labels, values)
     assert out.count("2026-11-2") == len(board["ranked"]) + len(board["others"])
 
+    from leaderboard.trust import build_trust
     from leaderboard.views.board import boards_of, read_checked
     from leaderboard.views.table import render
-    from podium.cli.leaderboard_cmd import trust_of
 
-    check = read_checked(st, trust_of([public], False, False), None)
+    check = read_checked(st, build_trust([public]), None)
     con, buf = terminal(width)
     render(boards_of(check, challenge=None, best_per_team=True), con, check)
     assert_whole(buf.getvalue(), width, labels, values)

@@ -98,6 +98,7 @@ def test_every_cli_module_is_wired_in() -> None:
         "submission_sweep_cmd": "submission",
         "verify_cmd": "verify",
         "leaderboard_cmd": "leaderboard",
+        "leaderboard_publish_cmd": "leaderboard",
         "queue_cmd": "queue",
         "worker_cmd": "worker",
         "challenge_cmd": "challenge",
