@@ -18,6 +18,7 @@ from podium import __version__
 from podium.cli import (
     challenge_cmd,
     engine_cmd,
+    harness_cmd,
     keys_cmd,
     leaderboard_cmd,
     queue_cmd,
@@ -61,8 +62,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-#: every command module (``*_cmd``) mounts itself with ``register(root)``; `podium --help`
-#: lists them by role (``conventions.ROLES``)
+#: every top-level command module (``*_cmd``) mounts itself with ``register(root)``; a
+#: group's own modules are mounted by the group's (``submission_cmd``, ``leaderboard_cmd``);
+#: `podium --help` lists them by role (``conventions.ROLES``)
 COMMAND_MODULES = (
     challenge_cmd,
     schema_cmd,
@@ -74,6 +76,7 @@ COMMAND_MODULES = (
     leaderboard_cmd,
     queue_cmd,
     worker_cmd,
+    harness_cmd,
 )
 for _module in COMMAND_MODULES:
     _module.register(app)

@@ -180,6 +180,9 @@ EntryArg = Annotated[
 ]
 
 
+HeldoutOpt = Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")]
+
+
 def require_engine_kind(engine: str | None) -> str | None:
     """``--engine``: an engine kind, or not given."""
     from schemas.engine_config import ENGINE_KINDS

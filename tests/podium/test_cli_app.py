@@ -101,6 +101,7 @@ def test_every_cli_module_is_wired_in() -> None:
         "leaderboard_publish_cmd": "leaderboard",
         "queue_cmd": "queue",
         "worker_cmd": "worker",
+        "harness_cmd": "harness",
         "challenge_cmd": "challenge",
         "keys_cmd": "keys",
         "report_cmd": "report",
