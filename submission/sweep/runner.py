@@ -191,6 +191,23 @@ def heldout_available(spec: ChallengeSpec) -> bool:
     return spec.datasets.ppl_heldout is not None and spec.datasets.heldout_prompts is not None
 
 
+def require_extras(search: bool) -> None:
+    """The sweep's optional modules are installed (optuna only for ``search``), else a
+    ``UsageError`` naming the pip line."""
+    import importlib.util
+
+    missing = [
+        m
+        for m in (["optuna"] if search else []) + ["matplotlib"]
+        if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        raise UsageError(
+            f"the sweep needs {' and '.join(missing)}, which are not installed",
+            hint="pip install 'podium[sweep]'",
+        )
+
+
 def run_sweep(
     req: SweepRequest, measure: Measure, events: SweepEvents | None = None
 ) -> SweepResult:

@@ -26,7 +26,7 @@ import pytest
 from doubles import carry, engine_class
 from doubles.sandbox import VerifyingSandbox
 
-from podium.cli.verify_cmd import exit_code
+from podium.cli.verification import exit_code
 from schemas.challenge import load_challenge
 from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
