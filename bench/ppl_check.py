@@ -1,8 +1,8 @@
 """PPL through the engine and the harness against a direct transformers computation.
 
-The harness's PPL (``verifier.harness.ppl.evaluate_ppl`` against podium's baseline
-engine, float32 on the CPU) is compared with the same negative log-likelihood computed
-directly: one forward pass of context + target with transformers, float32
+The harness's PPL (``verifier.harness.ppl.PplScorer``, record by record, against
+podium's baseline engine, float32 on the CPU) is compared with the same negative
+log-likelihood computed directly: one forward pass of context + target with transformers, float32
 log-softmax, the log-probability of each target token given everything before it,
 summed with ``math.fsum``. Two engine set-ups are checked: the engine as a process with
 its default scoring (the whole prompt in one chunk for a small vocabulary), and the
@@ -24,10 +24,10 @@ from typing import Any
 
 from bench.common import DATA, baseline_engine, cpu_model_dir
 from schemas.challenge import load_challenge
-from verifier.harness.client import EngineClient
 from verifier.checks import registry
 from verifier.checks.base import CheckContext
 from verifier.evidence import PplResult
+from verifier.harness.client import EngineClient
 from verifier.harness.ppl import PplScorer, ppl_records_of
 
 GOAL = 1e-5
@@ -80,8 +80,13 @@ async def _engine_ppl(url: str, rows: list[dict[str, Any]]) -> PplResult:
 
 def _findings(engine: PplResult) -> list[str]:
     """The ids the PPL checks raise on the engine's answers (``verifier.checks.ppl``)."""
-    ids = ("ppl.token-mismatch", "ppl.count-mismatch", "ppl.logprob-positive")
-    ids += ("ppl.rank-mismatch", "ppl.non-finite")
+    ids = [
+        "ppl.token-mismatch",
+        "ppl.count-mismatch",
+        "ppl.logprob-positive",
+        "ppl.rank-mismatch",
+        "ppl.non-finite",
+    ]
     ctx = CheckContext(load_challenge("tiny"), ppl=engine)
     return [f.check_id for o in registry.judge(ids, ctx) for f in o.findings]
 

@@ -115,7 +115,7 @@ def inspect_cmd(
 
     set_json(json_out)
     spec = resolve_challenge(challenge, None if challenge else bundle_challenge(bundle))
-    from verifier.intake import rule_findings
+    from verifier.checks.intake import rule_findings
 
     with tempfile.TemporaryDirectory(prefix="podium-inspect-") as tmp:
         opened = open_bundle(bundle, Path(tmp), limits=spec.limits)
