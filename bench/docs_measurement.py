@@ -21,98 +21,97 @@ def _budget(spec: dict[str, Any]) -> float:
     return math.log(ratio)
 
 
+#: every bound: what it is, what it allows, the key of its value on each challenge
+#: (``_values``; None where the spec holds no number of its own) and where its inputs come from
+BOUND_ROWS: tuple[tuple[str, str, str | None, str], ...] = (
+    (
+        "`integrity.reference-decode`, mean gap",
+        "`budget_factor · B + mean_margin_nats`",
+        "mean",
+        "spec; gaps computed by the verifier's reference on the engine's token ids, over "
+        "the verifier's own rendering of the prompt",
+    ),
+    ("per answer, mean gap", "`answer_margin_nats + answer_factor · B`", "answer", "as above"),
+    (
+        "share of tokens over `large_gap_nats` (1 nat)",
+        "`large_share + large_share_factor · B`",
+        "large",
+        "as above",
+    ),
+    (
+        "`ppl.reference-mismatch`, mean",
+        "engine NLL − reference NLL ≥ −`max_lower_mean_nats`",
+        "lower_mean",
+        "spec; the engine's NLL is what is judged, the reference's is the verifier's",
+    ),
+    ("per record", "≥ −`max_lower_nats`, every entry alike", "lower", "spec"),
+    (
+        "whole set",
+        "PPL ≥ `reference_ppl · exp(−max_lower_mean_nats)`",
+        None,
+        "spec (the pinned model's PPL on the pinned set)",
+    ),
+    (
+        "claimed tops",
+        "the share the reference puts over 1 nat below its top ≤ the large-gap allowance, "
+        "with a Poisson count's tail",
+        None,
+        "spec; the reference's scoring of the same records",
+    ),
+    (
+        "`integrity.same-path`, own-top fraction",
+        "≥ `min_fraction`; less `large_share_factor · B` only with a KV-cache change "
+        "**seen in effect**",
+        "fraction",
+        'spec; "in effect" is vLLM\'s own parsed arguments '
+        "(`verifier.harness.engine_runtime.levers_in_effect`), never the declaration",
+    ),
+    (
+        "self-gap",
+        "≤ `max_mean_self_gap_nats`; plus `self_gap_factor · B` only with a KV cache seen "
+        "in effect",
+        "self_gap",
+        "as above",
+    ),
+    (
+        "left out",
+        "the large-gap allowance, with a Poisson count's tail",
+        None,
+        "spec; the reference's view of the probed answers",
+    ),
+)
+
+
+def _values(spec: dict[str, Any]) -> dict[str, str]:
+    """A challenge's value of each bound (``BOUND_ROWS``' keys), from its spec alone."""
+    b = _budget(spec)
+    i = spec["integrity"]
+    rp, sp = i["reference_ppl"], i["same_path"]
+    mean, answer, large = decode_allowances(b, i["reference_decode"])
+    return {
+        "B": f"{b:.4f}",
+        "mean": f"{mean:.3f}",
+        "answer": f"{answer:.2f}",
+        "large": pct(large),
+        "lower_mean": f"{rp['max_lower_mean_nats']}",
+        "lower": f"{rp['max_lower_nats']}",
+        "fraction": f"{sp['min_fraction']}",
+        "self_gap": f"{sp['max_mean_self_gap_nats']}",
+    }
+
+
 def bounds(tiny: dict[str, Any], fast: dict[str, Any]) -> str:
     """The table of every bound, its inputs, and its value on each shipped challenge."""
-
-    def values(spec: dict[str, Any]) -> dict[str, str]:
-        b = _budget(spec)
-        i = spec["integrity"]
-        rd, rp, sp = i["reference_decode"], i["reference_ppl"], i["same_path"]
-        mean, answer, large = decode_allowances(b, rd)
-        return {
-            "B": f"{b:.4f}",
-            "mean": f"{mean:.3f}",
-            "answer": f"{answer:.2f}",
-            "large": pct(large),
-            "lower_mean": f"{rp['max_lower_mean_nats']}",
-            "lower": f"{rp['max_lower_nats']}",
-            "fraction": f"{sp['min_fraction']}",
-            "self_gap": f"{sp['max_mean_self_gap_nats']}",
-        }
-
-    t, f = values(tiny), values(fast)
-
-    def both(key: str) -> str:
-        return f"{t[key]} / {f[key]}"
-
-    rows = [
-        (
-            "`integrity.reference-decode`, mean gap",
-            "`budget_factor · B + mean_margin_nats`",
-            both("mean"),
-            "spec; gaps computed by the verifier's reference on the engine's token ids, over "
-            "the verifier's own rendering of the prompt",
-        ),
-        (
-            "per answer, mean gap",
-            "`answer_margin_nats + answer_factor · B`",
-            both("answer"),
-            "as above",
-        ),
-        (
-            "share of tokens over `large_gap_nats` (1 nat)",
-            "`large_share + large_share_factor · B`",
-            both("large"),
-            "as above",
-        ),
-        (
-            "`ppl.reference-mismatch`, mean",
-            "engine NLL − reference NLL ≥ −`max_lower_mean_nats`",
-            both("lower_mean"),
-            "spec; the engine's NLL is what is judged, the reference's is the verifier's",
-        ),
-        ("per record", "≥ −`max_lower_nats`, every entry alike", both("lower"), "spec"),
-        (
-            "whole set",
-            "PPL ≥ `reference_ppl · exp(−max_lower_mean_nats)`",
-            "",
-            "spec (the pinned model's PPL on the pinned set)",
-        ),
-        (
-            "claimed tops",
-            "the share the reference puts over 1 nat below its top ≤ the large-gap allowance, "
-            "with a Poisson count's tail",
-            "",
-            "spec; the reference's scoring of the same records",
-        ),
-        (
-            "`integrity.same-path`, own-top fraction",
-            "≥ `min_fraction`; less `large_share_factor · B` only with a KV-cache change "
-            "**seen in effect**",
-            both("fraction"),
-            'spec; "in effect" is vLLM\'s own parsed arguments '
-            "(`verifier.harness.engine_runtime.levers_in_effect`), never the declaration",
-        ),
-        (
-            "self-gap",
-            "≤ `max_mean_self_gap_nats`; plus `self_gap_factor · B` only with a KV cache seen "
-            "in effect",
-            both("self_gap"),
-            "as above",
-        ),
-        (
-            "left out",
-            "the large-gap allowance, with a Poisson count's tail",
-            "",
-            "spec; the reference's view of the probed answers",
-        ),
-    ]
+    t, f = _values(tiny), _values(fast)
+    rows = "\n".join(
+        f"| {bound} | {allowed} | {f'{t[key]} / {f[key]}' if key else ''} | {inputs} |"
+        for bound, allowed, key, inputs in BOUND_ROWS
+    )
     return (
         f"`B` is {t['B']} nats per token on tiny and {f['B']} on fast-gemma (`ln "
         f"{tiny['quality']['max_ratio']}` for both ratio rules).\n\n"
         "| bound | allowed | tiny / fast-gemma | inputs, and where each comes from |\n"
-        "| --- | --- | --- | --- |\n"
-        + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)
+        "| --- | --- | --- | --- |\n" + rows
     )
 
 
