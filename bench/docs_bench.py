@@ -125,6 +125,10 @@ def anchor(doc: dict[str, Any]) -> str:
     )
 
 
+def _sci(x: float) -> str:
+    return "0" if x == 0 else f"{x:.1e}"
+
+
 def ppl(doc: dict[str, Any]) -> str:
     labels = {
         "engine_one_pass": "whole prompt in one pass (the default for a small vocabulary)",
@@ -137,7 +141,7 @@ def ppl(doc: dict[str, Any]) -> str:
         rel = "0 (bit-identical)" if c["rel_diff_ppl"] == 0 else f"{c['rel_diff_ppl']:.1e}"
         rows.append(
             f"| {label} | {c['engine_ppl']:.9f} | {c['direct_ppl']:.9f} | {rel} "
-            f"| {c['rel_diff_nll']:.1e} | {c['max_rel_diff_record_nll']:.1e} "
+            f"| {_sci(c['rel_diff_nll'])} | {_sci(c['max_rel_diff_record_nll'])} "
             f"| {', '.join(c['findings']) or 'none'} |"
         )
     worst = max(doc[k]["rel_diff_ppl"] for k in labels)
