@@ -2,10 +2,10 @@
 of cheats, run to show where each check's bound sits between them.
 
 - ``calibrate``: every honest and cheating row through ``podium verify`` on the CPU; the
-  table of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``). Its
+  tables of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``). Its
   parts: ``rows`` (the rows and the trust-margin rows), ``run_row`` (one row packaged and
   verified), ``summary`` (a report's numbers and the row's expectation), ``table`` (the
-  docs section).
+  text of its docs regions, which ``bench.docs`` renders).
 - ``margins``: each row's position at each bound, and the separation stated from them.
 - ``attainable``: whether any reference-decode allowance could separate the recorded
   honest rows from the double spenders, read from the results (nothing is run).
@@ -14,7 +14,8 @@ of cheats, run to show where each check's bound sits between them.
 - ``false_rejection``: repeated verifications of honest entries, the false-rejection rate.
 - ``stability``: the tiny spec's TPS spread with busy neighbours (``tps.unstable``).
 - ``gpu_verify``: the calibration rows on a CUDA GPU (run there by ``bash bench/gpu.sh``);
-  ``gpu_run`` packages and verifies one run there, ``gpu_table`` writes its docs table.
+  ``gpu_run`` packages and verifies one run there, ``gpu_table`` is the text of its docs
+  regions.
 
 Their results live in ``calibration/results/``; what they share with the benchmarks (the
 machine's description, engine processes, busy neighbours) is ``bench.common``.

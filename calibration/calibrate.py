@@ -3,7 +3,7 @@
     python -m calibration.calibrate                  # every row (about 25 minutes on 2 cores)
     python -m calibration.calibrate --only W=16,int4 # re-run some rows, merged into the results
     python -m calibration.calibrate --noisy          # re-run the rows only tps.unstable spoiled
-    python -m calibration.calibrate --table          # re-write the docs table from the results
+    python -m calibration.calibrate --table          # re-write the docs' regions from the results
     python -m calibration.calibrate --list           # the rows' names
 
 Every row is one whole verification on the ``tiny`` challenge (its real spec, every
@@ -25,7 +25,8 @@ sandbox, which a process runner is not), not the judgement of work.
 
 What a row must show: an honest engine inside the PPL cap is VERIFIED; one over the cap
 is REJECTED with ``ppl.cap`` as its only error; a cheat is REJECTED. The results go to
-``calibration/results/calibration.json`` and the table to ``docs/benchmarks.md`` (section 7).
+``calibration/results/calibration.json``, and every region of the docs rendered from it
+(``docs/benchmarks.md`` section 7 and more) is rewritten through ``bench.docs``.
 """
 
 from __future__ import annotations
@@ -39,14 +40,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine
+from bench.common import REPO_ROOT, machine
 from calibration import RESULTS_DIR
 from calibration.rows import LEFT_OUT, Row, rows
 from calibration.run_row import cheat_stats, verify_row
 from calibration.summary import summarise
-from calibration.table import COMMAND, DOCS, write_docs
+from calibration.table import COMMAND
 
 RESULT = RESULTS_DIR / "calibration.json"
+#: the results file as the docs' regions name it (``bench.docs``)
+SOURCE = "calibration/results/calibration.json"
+DOCS = REPO_ROOT / "docs" / "benchmarks.md"
 
 
 def _load(path: Path) -> dict[str, Any] | None:
@@ -105,7 +109,9 @@ def _parser() -> argparse.ArgumentParser:
         "--noisy", action="store_true", help="re-run the rows that only tps.unstable spoiled"
     )
     parser.add_argument("--list", action="store_true", help="print the rows' names")
-    parser.add_argument("--table", action="store_true", help="re-write the docs table only")
+    parser.add_argument(
+        "--table", action="store_true", help="re-write the docs' regions from the results only"
+    )
     parser.add_argument("--out", type=Path, default=RESULT)
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--note", help="a sentence on what was measured, kept in the results")
@@ -135,6 +141,16 @@ def _table(
         args.out.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
     write_docs(previous, args.docs)
     return 0
+
+
+def write_docs(result: dict[str, Any], docs: Path = DOCS) -> list[str]:
+    """Rewrite every region of the docs rendered from the calibration's results, from
+    ``result`` (``docs`` in place of ``docs/benchmarks.md``), through ``bench.docs``."""
+    from bench import docs as rendered
+
+    return rendered.write(
+        paths={"benchmarks": docs}, data={SOURCE: result}, only=rendered.reading(SOURCE)
+    )
 
 
 def _chosen(

@@ -1,6 +1,7 @@
-"""The GPU rows' subsection of ``docs/benchmarks.md`` section 7: a pure function of the
-results file (``calibration/results/gpu_verify.json``), each position recomputed under the
-bounds the spec ships now."""
+"""The GPU rows of ``docs/benchmarks.md`` section 7: pure functions of the results file
+(``calibration/results/gpu_verify.json``), each position recomputed under the bounds the
+spec ships now. ``bench.docs`` renders them into the document's regions;
+``python -m calibration.gpu_verify --table`` rewrites those regions through it."""
 
 from __future__ import annotations
 
@@ -8,23 +9,22 @@ from typing import Any
 
 from calibration import margins, tiny_budget, tiny_spec
 from calibration.rows import margin_rows
-from calibration.table import DOCS, GPU_HEADING, separation_text
+from calibration.table import separation_text
 from verifier.checks.budget import decode_allowances
-
-#: the docs subsection ``python -m calibration.gpu_verify --table`` owns: from its heading
-#: to the next heading
-HEADING = GPU_HEADING
 
 
 def table(doc: dict[str, Any]) -> str:
-    """The GPU rows as markdown, one line per row (runs gathered), with each honest row's
-    decode positions under the bounds the spec ships now, recomputed from the recorded gaps
-    and scoring loss e (``integrity.reference_decode``'s arithmetic)."""
+    """The GPU rows as markdown, one line per row (runs gathered; the double spenders of the
+    trust margins left out: ``margins_text`` names each), with each row's decode positions
+    under the bounds the spec ships now, recomputed from the recorded gaps and scoring loss
+    e (``integrity.reference_decode``'s arithmetic)."""
     settings = tiny_spec()["integrity"]["reference_decode"]
     budget = tiny_budget()
+    spenders = {r.name for r in margin_rows() if r.kind == "cheat"}
     rows: dict[str, list[dict[str, Any]]] = {}
     for r in doc["runs"]:
-        rows.setdefault(r["name"], []).append(r)
+        if r["name"] not in spenders:
+            rows.setdefault(r["name"], []).append(r)
     lines = [
         "| row | kind | runs | commit | verdicts | PPL | mean gap | worst answer | e "
         "| mean / allowed now | worst / allowed now | reference attention | failing checks "
@@ -69,7 +69,7 @@ def table(doc: dict[str, Any]) -> str:
             f"{max(answer_pos):.2f}" if answer_pos else "–",
             ", ".join(attention) or "–",
             ", ".join(f"`{f}`" for f in failing) or "–",
-            "yes" if all(r["ok"] for r in runs) else "no: " + str(first.get("note") or ""),
+            "yes" if all(r["ok"] for r in runs) else f"no (expected {first.get('expected')})",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -87,43 +87,26 @@ def margin_runs(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def margins_text(doc: dict[str, Any]) -> str:
-    """The trust-margin rows among the runs (``--margins``), one line per run, each
-    position under the exchange rates the spec ships now (``calibration.margins.at_rates``
-    on the recorded gaps and e), and their separation."""
+    """The separation of the trust-margin rows among the runs (``--margins``), every run's
+    positions under the exchange rates the spec ships now (``calibration.margins.at_rates``
+    on the recorded gaps and e); the runs themselves are ``table``'s rows."""
     spec = tiny_spec()
     settings = spec["integrity"]["reference_decode"]
     runs = [margins.at_rates(r, settings) for r in margin_runs(doc)]
     if not runs:
-        return ""
-    return (
-        "\n**Trust margins on the GPU** (`python -m calibration.gpu_verify --margins`): the "
-        "rows of the CPU's trust-margin table above, one line per run, each position recomputed "
-        "under the exchange rates the spec ships now from the run's recorded gaps and e; "
-        "*verdict* is the run's own, under the rates of its commit.\n\n"
-        + separation_text(runs, float(spec["quality"]["max_ratio"]))
-    )
+        return "No trust-margin rows in the results."
+    return separation_text(runs, float(spec["quality"]["max_ratio"]), table=False)
 
 
-def write_table(doc: dict[str, Any]) -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    start = text.index(HEADING)
-    end = text.index("\n#", start + len(HEADING))
+def provenance(doc: dict[str, Any]) -> str:
+    """Where and when the GPU rows ran: the GPU, the commits, the dates of the calls."""
     m = doc["machine"]
-    body = (
-        f"{HEADING}\n\n`bash bench/gpu.sh -k verifications` (`python -m calibration.gpu_verify`; "
-        "`--merge` gathers the calls, `--table` writes this table) · "
-        "`calibration/results/gpu_verify.json`\n\n"
-        f"{m['gpu']['gpu_name']}, {m.get('cores')} CPU cores, {m['date']}: {doc['note']}. "
-        "Each run is `podium verify BUNDLE --runner process` on the GPU variant of tiny (the "
-        "spec as shipped, its hardware that GPU, its reference on `cuda` in float32), so an "
-        "honest run ends UNOFFICIAL: what counts is that no check fails. *mean / allowed now* "
-        "and *worst / allowed now* put the largest recorded gaps against the allowances the "
-        "spec ships today (the same gaps and e, today's exchange rates); *reference "
-        "attention* is what the reference's self-test found (tested → served); *commit* is "
-        "the tree each row's runs measured. Runs made unclean by a neighbour's engine "
-        "(`--jobs`, `env.gpu-busy`) were re-run alone and are not counted.\n\n"
-        + table(doc)
-        + "\n"
-        + margins_text(doc)
+    dates = sorted(str(c.get("date") or "")[:10] for c in doc.get("calls", []) if c.get("date"))
+    shas = sorted({str(r.get("git_sha", ""))[:7] for r in doc["runs"]})
+    return (
+        f"{m['gpu']['gpu_name']}, {m.get('cores')} CPU cores; {len(doc['runs'])} runs at "
+        f"{', '.join(f'`{x}`' for x in shas)}"
+        + (f", {dates[0]} to {dates[-1]}" if dates and dates[0] != dates[-1] else "")
+        + (f", {dates[0]}" if dates and dates[0] == dates[-1] else "")
+        + "."
     )
-    DOCS.write_text(text[:start] + body + text[end:], encoding="utf-8")

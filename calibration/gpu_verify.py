@@ -5,7 +5,7 @@
     python -m calibration.gpu_verify --only bf16 --append     # add to DIR/gpu_verify.json
     python -m calibration.gpu_verify --merge A.json B.json --note "..."   # results of several calls
     python -m calibration.gpu_verify --jobs 3                 # three verifications at a time
-    python -m calibration.gpu_verify --table                  # docs table from the results
+    python -m calibration.gpu_verify --table                  # the docs' regions from the results
 
 Each row is ``examples/tiny-baseline`` with the row's knobs in ``[engine.config]``
 (``DEVICE = "cuda"`` always) and its environment in ``[engine.env]`` (``ENGINE_CLASS``
@@ -46,11 +46,12 @@ from typing import Any
 from bench.common import machine
 from calibration import RESULTS_DIR
 from calibration.gpu_run import gpu_spec, run_ok, tiny_cap, verify_once
-from calibration.gpu_table import write_table
 from calibration.rows import DECODE_RATIO, Row, doubles, margin_rows
 
 RESULT = "gpu_verify.json"
 RESULTS = RESULTS_DIR / RESULT
+#: the results file as the docs' regions name it (``bench.docs``)
+SOURCE = "calibration/results/" + RESULT
 
 
 def rows() -> list[Row]:
@@ -178,7 +179,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--append", action="store_true", help="keep the runs already in --out")
     parser.add_argument("--merge", type=Path, nargs="+", help="gather these result files")
     parser.add_argument("--note", default="", help="what --merge's results were run on")
-    parser.add_argument("--table", action="store_true", help="rewrite the docs table only")
+    parser.add_argument(
+        "--table", action="store_true", help="rewrite the docs' regions from the results only"
+    )
     return parser
 
 
@@ -224,7 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(merged['runs'])} runs from {len(args.merge)} files -> {RESULTS}")
         return 0
     if args.table:
-        write_table(json.loads(RESULTS.read_text(encoding="utf-8")))
+        from bench import docs
+
+        changed = docs.write(only=docs.reading(SOURCE))
+        print(f"rewrote {len(changed)} region(s) from {SOURCE}")
         return 0
     listed = margin_rows() if args.margins else rows()
     chosen = [r for r in listed if not args.only or r.name in args.only.split(",")]

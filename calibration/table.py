@@ -1,24 +1,22 @@
-"""Section 7 of ``docs/benchmarks.md``: the calibration table and its trust margins,
-pure functions of a results file (``calibration/results/calibration.json``)."""
+"""The calibration's tables in ``docs/benchmarks.md`` (section 7): pure functions of a
+results file (``calibration/results/calibration.json``), the rows and their trust margins.
+
+``bench.docs`` renders them into the document's regions; ``python -m
+calibration.calibrate`` (after a run, and with ``--table``) rewrites every region that reads
+the results file through it. Every position is taken under the allowances the tiny spec
+ships now, from the gaps each row recorded.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT
-from calibration import margins
+from calibration import margins, tiny_budget, tiny_spec
 from calibration.rows import LEFT_OUT
+from verifier.checks.budget import decode_allowances
 
-DOCS = REPO_ROOT / "docs" / "benchmarks.md"
-#: the docs section ``python -m calibration.calibrate`` owns: from its heading to the next
-#: ``## `` heading
-HEADING = "## 7. Calibration of the reference checks"
-#: the subsection inside it that ``calibration.gpu_verify --table`` writes: the
-#: calibration's section ends there, so that its ``--table`` leaves the GPU rows in place
-GPU_HEADING = "### GPU rows: whole verifications on an NVIDIA H200"
 COMMAND = "python -m calibration.calibrate"
 
 
@@ -30,6 +28,12 @@ def _num(value: Any, spec: str) -> str:
 
 def _pct(value: Any) -> str:
     return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def allowed_now() -> tuple[float, float, float]:
+    """The reference decode's allowances under the tiny spec as shipped: the mean gap, one
+    answer's mean gap, the share of tokens over a nat."""
+    return decode_allowances(tiny_budget(), tiny_spec()["integrity"]["reference_decode"])
 
 
 def _ppl(summary: dict[str, Any]) -> str:
@@ -53,45 +57,55 @@ def _verdict(summary: dict[str, Any]) -> str:
     return str(summary["verdict"])
 
 
+def _expected(s: dict[str, Any]) -> str:
+    mark = "yes" if s["meets"] else f"**NO** (expected {s['expected']})"
+    if s["meets"] and s["expected"].startswith("VERIFIED (nothing"):
+        computed = (s.get("cheat_stats") or {}).get("computed_tokens")
+        mark = "yes: no prompt repeated, nothing to replay" + (
+            f" ({computed} tokens computed, 0 replayed)" if computed is not None else ""
+        )
+    if s.get("noise_only"):
+        mark = "yes but for `tps.unstable` (the machine's noise)"
+    return mark
+
+
 def markdown_table(summaries: Sequence[dict[str, Any]]) -> str:
+    """One line per row: its numbers, its decode's positions under today's allowances
+    (``allowed_now``), its verdict and whether it met its expectation."""
+    mean_ok, answer_ok, _ = allowed_now()
     head = (
         "| row | engine | knobs | PPL | ratio | mean gap | worst answer | > 1 nat | e "
-        "| allowed mean | allowed answer | allowed > 1 nat | verdict | error ids | as expected |\n"
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| mean / allowed | worst / allowed | verdict | error ids | as expected |\n"
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
         "| --- | --- | --- |\n"
     )
     lines = []
     for s in summaries:
-        a = s["allowance"]
-        mark = "yes" if s["meets"] else f"**NO** (expected {s['expected']})"
-        if s["meets"] and s["expected"].startswith("VERIFIED (nothing"):
-            computed = (s.get("cheat_stats") or {}).get("computed_tokens")
-            mark = "yes: no prompt repeated, nothing to replay" + (
-                f" ({computed} tokens computed, 0 replayed)" if computed is not None else ""
-            )
-        if s.get("noise_only"):
-            mark = "yes but for `tps.unstable` (the machine's noise)"
         errors = ", ".join(f"`{e}`" for e in s["errors"]) or "–"
         if s.get("refusal"):
             errors = "refused: " + s["refusal"].replace("|", "/").replace("`", "'")
+        mean, worst = s["mean_gap"], s["worst_answer_gap"]
         lines.append(
             f"| {s['name']} | `{s['engine'].split('.', 1)[1]}` | {_knobs(s)} "
             f"| {_ppl(s)} | {_num(s['ppl_ratio'], '.4f')} "
-            f"| {_num(s['mean_gap'], '.4f')} | {_num(s['worst_answer_gap'], '.3f')} "
-            f"| {_pct(s['large_gap_share'])} | {_num(a.get('excess'), '.4f')} "
-            f"| {_num(a.get('mean'), '.4f')} | {_num(a.get('answer'), '.3f')} "
-            f"| {_pct(a.get('large_share'))} | {_verdict(s)} | {errors} | {mark} |"
+            f"| {_num(mean, '.4f')} | {_num(worst, '.3f')} "
+            f"| {_pct(s['large_gap_share'])} | {_num(s['allowance'].get('excess'), '.4f')} "
+            f"| {_num(None if mean is None else mean / mean_ok, '.2f')} "
+            f"| {_num(None if worst is None else worst / answer_ok, '.2f')} "
+            f"| {_verdict(s)} | {errors} | {_expected(s)} |"
         )
     return head + "\n".join(lines) + "\n"
 
 
-def docs_section(result: dict[str, Any]) -> str:
-    """Section 7 of ``docs/benchmarks.md``, from a results file."""
+def rows_text(result: dict[str, Any]) -> str:
+    """The rows of a results file (the margin rows apart): where and when they were measured,
+    the table, and the rows that did not meet their expectation."""
     m = result["machine"]
     summaries = result["rows"]
     misses = [s["name"] for s in summaries if not s["meets"] and not s.get("noise_only")]
     noisy = [s["name"] for s in summaries if s.get("noise_only")]
     shas = sorted({s.get("git_sha") or m.get("git_sha") or "?" for s in summaries})
+    mean_ok, answer_ok, _ = allowed_now()
     verdict_line = (
         "Every row meets its expectation."
         if not misses
@@ -102,66 +116,33 @@ def docs_section(result: dict[str, Any]) -> str:
             " Rows whose trials disagreed on the busy machine (`tps.unstable`), every "
             "other check as expected: " + ", ".join(noisy) + "."
         )
-    return f"""{HEADING}: honest lossy engines and cheats
-
-`{COMMAND}` (one row: `{COMMAND} --only NAME`) · `calibration/calibrate.py` ·
-`calibration/results/calibration.json`
-
-Each row is one whole verification on the `tiny` challenge, its spec and bounds as
-shipped: `examples/tiny-baseline` packaged with podium's engine code, the row's knobs in
-the bundle's `[engine.config]` (so the verifier reads them from the frozen config),
-run by `verifier.pipeline.verify` with the verifier's own reference engine and a process
-runner that stands in for the sandbox (`tests/doubles/sandbox.py`). The `vLLM` rows
-package `examples/tiny-vllm` instead (real vLLM from `podium/vllm-cpu`, in the Docker
-sandbox): vLLM's own lossy options, as its CPU build serves them, or the error with
-which it refuses one at start. Measured at commit
-{", ".join(f"`{s}`" for s in shas)} on a shared 2-core CPU machine ({m.get("cpu")}, load
-average {m.get("load_average")} at the end), {m.get("date")}.
-{result.get("note") or ""}
-
-The gap at a sampled timed token is the reference's top logprob minus its logprob of the
-engine's token (nats); *mean gap* is over every sampled token, *worst answer* the
-highest mean gap of one sampled answer, *> 1 nat* the share of tokens whose gap is whole
-nats. *e* is the engine's scoring loss against the reference on the sampled PPL records
-(nats per token, clipped to the quality budget ln 1.05 = 0.0488 while the PPL is within
-the cap); the allowances are `integrity.reference_decode`'s arithmetic on it
-(`docs/measurement.md`). The model's own PPL on the held-out set is 23.404752; the cap is
-{result["cap"]:.4f}. A window is reproduced by the reference (judged against the
-windowed model), as is a declared dtype; quantisation is judged against the budget.
-
-{markdown_table([s for s in summaries if s.get("decode_ratio") is None])}
-{verdict_line} Left out: {"; ".join(f"`{k}` ({v})" for k, v in LEFT_OUT.items())}.
-{margin_section(result)}"""
+    return (
+        f"Measured at {', '.join(f'`{x[:7]}`' for x in shas)} on {m.get('cores')} shared cores "
+        f"({m.get('cpu')}), {str(m.get('date'))[:10]}. The model's own PPL on the held-out set "
+        f"is {result['model_ppl']:.6f}; the cap is {result['cap']:.4f}. *mean / allowed* and "
+        f"*worst / allowed* put the row's gaps against today's allowances ({mean_ok:.3f} and "
+        f"{answer_ok:.2f}).\n\n"
+        f"{markdown_table([s for s in summaries if s.get('decode_ratio') is None])}\n"
+        f"{verdict_line} Left out: {'; '.join(f'`{k}` ({v})' for k, v in LEFT_OUT.items())}."
+    )
 
 
-def margin_section(result: dict[str, Any]) -> str:
-    """The trust-margin rows (``margin_rows``): each row's position at each bound, and
-    the separation between honest rows inside the cap and double spenders over it."""
-    rows_ = [s for s in result["rows"] if s.get("decode_ratio") is not None]
+def margin_text(result: dict[str, Any]) -> str:
+    """The trust-margin rows (``margin_rows``): each row's position at each bound, the
+    reference decode's taken under today's allowances (``margins.at_rates``), and the
+    separation between honest rows inside the cap and double spenders over it."""
+    settings = tiny_spec()["integrity"]["reference_decode"]
+    rows_ = [
+        margins.at_rates(s, settings) for s in result["rows"] if s.get("decode_ratio") is not None
+    ]
     if not rows_:
-        return ""
-    cap_ratio = result["cap"] / result["model_ppl"]
-    return f"""
-### Trust margins: undeclared approximations and double spenders
-
-`{COMMAND} --only` with the names of `margin_rows()` (`calibration/calibrate.py`; positions by
-`calibration/margins.py`). *Honest* rows run `doubles.honest:Undeclared`: the approximation on
-every path, not declared, so the reference runs the unmodified model and judges it by
-the budget. *Cheat* rows run `doubles.decode:DecodeWindow`: scoring with window
-`CHEAT_SCORE_WINDOW`, decoding with the harsher `CHEAT_WINDOW` (*forging*:
-`doubles.decode:ForgedDecodeWindow`, which also scores its own answers with its decode
-model; *routing*: `doubles.decode:RoutedDecodeWindow`, which remembers nothing and runs
-every chat-shaped request, its probes included, with the decode window). *Decode alone*
-is the PPL ratio of the model it decodes with (the `W=` rows above; the cap is
-{cap_ratio:.2f}). Each bound column is the row's value over what the bound allows (1 = the
-bound); `–`: not judged.
-
-{separation_text(rows_, cap_ratio)}"""
+        return "No trust-margin rows in the results."
+    return separation_text(rows_, result["cap"] / result["model_ppl"])
 
 
-def separation_text(rows_: list[dict[str, Any]], cap_ratio: float) -> str:
-    """Margin rows as a table of positions, the highest and lowest position at each bound,
-    and whether the rows sit apart (``calibration.margins.separation``)."""
+def separation_text(rows_: list[dict[str, Any]], cap_ratio: float, table: bool = True) -> str:
+    """Margin rows as a table of positions (``table``), the highest and lowest position at
+    each bound, and whether the rows sit apart (``calibration.margins.separation``)."""
     sep = margins.separation(rows_, cap_ratio)
     per = sep["per_bound"]
 
@@ -176,9 +157,9 @@ def separation_text(rows_: list[dict[str, Any]], cap_ratio: float) -> str:
     deciding = ", ".join(
         f"{name}: `{d['bound']}` {pos(d['position'])}" for name, d in sep["deciding"].items()
     )
-    return f"""{margins.markdown_table(rows_, cap_ratio)}
-Per bound, the highest position of an honest row inside the cap and the lowest and
-highest of a double spender whose decode alone breaks the cap:
+    head = margins.markdown_table(rows_, cap_ratio) + "\n" if table else ""
+    return f"""{head}Per bound, the highest position of an honest row inside the cap and the
+lowest and highest of a double spender whose decode alone breaks the cap:
 
 | bound | what | honest max | spender min | spender max |
 | --- | --- | ---: | ---: | ---: |
@@ -190,20 +171,3 @@ Every double spender over the cap at or above {margins.SPENDER_MIN} of one allow
 **{"yes" if sep["spenders_ok"] else "no"}** (weakest {pos(sep["spender_weakest"])}).
 Deciding bound of each: {deciding}.
 """
-
-
-def replace_section(text: str, section: str) -> str:
-    """``text`` with the section under ``HEADING`` (to the next ``## ``, or to the GPU rows'
-    subsection, ``GPU_HEADING``) replaced."""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.startswith(HEADING)), None)
-    if start is None:
-        return text.rstrip("\n") + "\n\n" + section
-    ends = ("## ", GPU_HEADING)
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(ends)), len(lines))
-    tail = "".join(lines[end:])
-    return "".join(lines[:start]) + section + ("\n" + tail if tail else "")
-
-
-def write_docs(result: dict[str, Any], path: Path = DOCS) -> None:
-    path.write_text(replace_section(path.read_text(encoding="utf-8"), docs_section(result)))

@@ -1,8 +1,9 @@
-"""The parts of ``python -m calibration.calibrate``: its bundles, its table, its docs section.
+"""The parts of ``python -m calibration.calibrate``: its bundles, its table, its docs text.
 
 The rows themselves are whole verifications (about 30 s each on a 2-core machine); the
 script runs them. Here: what a row's bundle declares, and the pure arithmetic from
-reports to the table, the expectations and the section it replaces.
+reports to the table, the expectations and the text its docs regions render
+(``tests/bench/test_docs_numbers.py`` checks the regions themselves).
 """
 
 from __future__ import annotations
@@ -14,14 +15,7 @@ from typing import Any
 from calibration.rows import LEFT_OUT, Row, rows
 from calibration.run_row import bundle_member, make_source
 from calibration.summary import summarise
-from calibration.table import (
-    DOCS,
-    GPU_HEADING,
-    HEADING,
-    docs_section,
-    markdown_table,
-    replace_section,
-)
+from calibration.table import allowed_now, markdown_table, rows_text
 from submission.bundle import package
 from verifier.declared import declared_model
 
@@ -175,39 +169,29 @@ def test_a_replaying_cheat_with_nothing_to_replay_is_judged_as_honest() -> None:
     assert not s["meets"]
 
 
-def test_the_table_carries_the_numbers_and_the_section_replaces_only_itself() -> None:
+def test_the_table_carries_the_numbers_and_todays_positions() -> None:
     s = summarise(_row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0)
     table = markdown_table([s])
     assert "| int8 | `honest:Honest` | `QUANTIZATION=int8` | 23.500 | 1.0041 | 0.0300 |" in table
-    assert "| 0.0200 | 0.0600 | 0.360 | 4.0 % | VERIFIED | – | yes |" in table
+    mean_ok, answer_ok, _ = allowed_now()
+    positions = f"| {0.03 / mean_ok:.2f} | {0.2 / answer_ok:.2f} | VERIFIED | – | yes |"
+    assert positions in table
+
+
+def test_the_rows_text_names_the_commits_and_every_miss() -> None:
+    """What ``python -m calibration.calibrate --table`` renders (through ``bench.docs``):
+    the commits measured, the table of the rows (the margin rows apart) and the misses."""
+    s = summarise(_row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0)
+    missed = {**s, "name": "W=8", "meets": False, "expected": "REJECTED (ppl.cap)"}
+    margin = {**s, "name": "spender 16/12", "decode_ratio": 1.0651, "git_sha": "def5678"}
     result = {
-        "machine": {"git_sha": "abc1234", "cpu": "cpu", "load_average": [1.0], "date": "d"},
+        "machine": {"git_sha": "abc1234", "cpu": "cpu", "cores": 2, "date": "d"},
+        "model_ppl": 23.404752,
         "cap": CAP,
-        "rows": [s],
+        "rows": [{**s, "git_sha": "abc1234"}, missed, margin],
     }
-    doc = f"# B\n\n## 6. Views\n\nsix\n\n{HEADING}: old title\n\nold table\n\n## 8. Cost\n\neight\n"
-    new = replace_section(doc, docs_section(result))
-    assert new.startswith("# B\n\n## 6. Views\n\nsix\n\n")
-    assert new.endswith("\n## 8. Cost\n\neight\n")
-    assert "old table" not in new and "`abc1234`" in new and table in new
-    assert replace_section(new, docs_section(result)) == new
-
-
-def test_the_docs_section_ends_where_the_gpu_rows_begin() -> None:
-    """``--table`` rewrites section 7 up to the GPU rows' subsection, which
-    ``calibration.gpu_verify --table`` owns: the GPU table stays in place."""
-    gpu = f"{GPU_HEADING}\n\ngpu table\n\n"
-    doc = f"{HEADING}: old\n\nold table\n\n{gpu}## 8. Cost\n\neight\n"
-    section = f"{HEADING}: new\n\nnew table\n"
-    new = replace_section(doc, section)
-    assert new == f"{section}\n{gpu}## 8. Cost\n\neight\n"
-    assert replace_section(new, section) == new
-
-
-def test_both_writers_find_their_headings_in_the_docs() -> None:
-    from calibration import gpu_table
-
-    text = DOCS.read_text(encoding="utf-8")
-    assert text.count(HEADING) == 1
-    assert text.count(gpu_table.HEADING) == 1
-    assert text.index(HEADING) < text.index(gpu_table.HEADING)
+    text = rows_text(result)
+    assert "`abc1234`" in text and "`def5678`" in text
+    assert markdown_table([{**s, "git_sha": "abc1234"}, missed]) in text
+    assert "| spender 16/12 |" not in text
+    assert "Rows that do not meet their expectation: W=8." in text
