@@ -228,14 +228,46 @@ def test_a_replay_above_the_bound_fails_and_one_inside_it_passes() -> None:
     assert out.result.status == "fail" and "1.50x faster" in out.result.summary
 
 
-def test_one_trial_replayed_far_past_the_decisive_ratio_fails_on_its_own() -> None:
+def test_half_the_trials_replayed_far_past_the_decisive_ratio_fail_on_their_own() -> None:
+    """The median trial sets the TPS: a replay that raises it speeds up at least half of
+    the trials, and the median trial's ratio sees it, whatever the run's overall ratio."""
+    records = stream(0.10, 0.10, trials=4)
+    records = [
+        record(r.trial, r.position, 0.01) if r.trial >= 2 and not r.fresh else r for r in records
+    ]
+    out = controls(ctx(records))
+    assert out.result.status == "fail"
+    assert out.result.details["per_trial"]["3"] == pytest.approx(10.0)
+    assert out.result.details["median_trial"] == pytest.approx(10.0)
+    assert "the trials that set the TPS" in out.result.summary
+
+
+def test_one_trial_whose_controls_met_a_stall_does_not_fail_an_honest_run() -> None:
+    """A busy machine stalls the few controls of one trial: that trial's ratio is far out,
+    but it is not one of the trials that set the TPS, and nothing was bought."""
+    records = stream(0.10, 0.10, trials=5)
+    records = [
+        record(r.trial, r.position, 0.60, fresh=True) if r.trial == 1 and r.fresh else r
+        for r in records
+    ]
+    out = controls(ctx(records))
+    assert out.result.details["per_trial"]["1"] == pytest.approx(6.0)
+    assert out.result.details["median_trial"] == pytest.approx(1.0)
+    assert out.result.status == "pass", out.result.summary
+
+
+def test_one_trial_replayed_gains_nothing_and_is_judged_by_the_run_as_a_whole() -> None:
+    """A replay confined to one of four trials leaves the median TPS where it was; the run's
+    overall ratio still counts every replayed answer, so the run is never VERIFIED (here the
+    replayed answers' own scatter leaves it FAILED: could not judge)."""
     records = stream(0.10, 0.10, trials=4)
     records = [
         record(r.trial, r.position, 0.01) if r.trial == 3 and not r.fresh else r for r in records
     ]
     out = controls(ctx(records))
-    assert out.result.status == "fail"
-    assert out.result.details["per_trial"]["3"] == pytest.approx(10.0)
+    assert out.result.details["median_trial"] == pytest.approx(1.0)
+    assert out.result.details["ratio"] > SETTINGS["max_ratio"]
+    assert out.result.status == "error" and "scatter too much" in out.result.summary
 
 
 def test_on_an_unstable_clock_a_ratio_short_of_decisive_cannot_be_judged() -> None:

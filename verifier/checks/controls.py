@@ -13,8 +13,12 @@ the verifier) of one timed answer:
     ratio = mean(t of the fastest 80 % of the controls)
             / mean(t of the fastest 80 % of the other timed answers)
 
-must be at most ``max_ratio`` over the run, and at most ``decisive_ratio`` in each trial
-(every trial has controls). An honest engine runs a control at the speed of the prompt
+must be at most ``max_ratio`` over the run, and at most ``decisive_ratio`` in the trials
+that set the TPS: the reported TPS is the median trial's, so an engine gains only by
+speeding up at least half of its trials, and the per-trial ratio at the (upper) median of
+the trials is the one judged (every trial has controls). A single trial whose few
+controls met a stall of a busy machine moves nothing; its ratio is in the details. An
+honest engine runs a control at the speed of the prompt
 it stands in for, so its ratio scatters around 1: the slowest fifth of each side, where
 a busy machine's stalls land, is left out of both alike. An engine that replays a share
 ``f`` of its timed answers ``s`` times faster gains ``G = 1 / (1 - f + f / s)`` in TPS on
@@ -124,6 +128,13 @@ def agreement(answers: list[AnswerScore]) -> dict[str, Any] | None:
     }
 
 
+def setting_trial(per_trial: dict[str, float], overall: float) -> float:
+    """The per-trial ratio at the upper median of the trials: at least half of the trials
+    are at or above it, as a replay that raises the median TPS must be."""
+    ratios = sorted(per_trial.values(), reverse=True)
+    return ratios[(len(ratios) - 1) // 2] if ratios else overall
+
+
 def _per_trial(records: list[RequestRecord]) -> dict[str, float]:
     """Each trial with fresh controls: its answers' time per token over its controls'."""
     per_trial: dict[str, float] = {}
@@ -176,9 +187,11 @@ def controls(ctx: CheckContext) -> CheckOutcome:
     error = relative_error(records)
     per_trial = _per_trial(records)
     worst = max(per_trial.values(), default=overall)
+    deciding = setting_trial(per_trial, overall)
     details: dict[str, Any] = {
         "ratio": round(overall, 3),
         "per_trial": per_trial,
+        "median_trial": deciding,
         "max_ratio": max_ratio,
         "decisive_ratio": decisive,
         "relative_error": round(error, 3) if math.isfinite(error) else None,
@@ -189,7 +202,8 @@ def controls(ctx: CheckContext) -> CheckOutcome:
     speed = (
         f"{len(fresh)} fresh controls ran at {overall:.2f}x the time per token of the other "
         f"{len(records) - len(fresh)} timed answers (the fastest 80 % of each; limit "
-        f"{max_ratio:.2f}x, {decisive:.1f}x in any trial; worst trial {worst:.2f}x)"
+        f"{max_ratio:.2f}x, {decisive:.1f}x in the median trial; median trial {deciding:.2f}x, "
+        f"worst {worst:.2f}x)"
     )
     problems: list[str] = []
     if overall > max_ratio:
@@ -197,8 +211,11 @@ def controls(ctx: CheckContext) -> CheckOutcome:
             f"the other timed answers ran {overall:.2f}x faster than the fresh controls, "
             f"over the {max_ratio:.2f}x an honest engine stays within"
         )
-    if worst > decisive:
-        problems.append(f"one trial's answers ran {worst:.2f}x faster than its controls")
+    if deciding > decisive:
+        problems.append(
+            f"the trials that set the TPS ran their answers {deciding:.2f}x faster than their "
+            "controls (the median trial)"
+        )
     judged_gaps, lossier = _agreement(
         ctx, float(settings["max_gap_excess_nats"]), details, problems
     )
@@ -206,7 +223,7 @@ def controls(ctx: CheckContext) -> CheckOutcome:
     if not problems:
         return passed(CHECK_ID, text, details)
     stability = ctx.tps.stability
-    noise = not lossier and max(worst, overall) <= decisive
+    noise = not lossier and max(deciding, overall) <= decisive
     unstable = stability is not None and not stability.stable
     # the excess over 1 within `sigmas` standard errors: the answers' own scatter
     within_noise = overall - 1 <= sigmas * error * overall
