@@ -157,14 +157,17 @@ def test_the_harness_reports_its_own_cpu_cost_per_token() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("rate", "max_tokens"), [(500, 1024), (2000, 4096)])
 def test_a_paced_engine_measures_at_its_rate(rate: int, max_tokens: int) -> None:
-    """Single stream, two 2-second requests per trial: within 0.5 % of the true rate."""
+    """Single stream, two 2-second requests per trial: within 1 % of the true rate (the
+    fidelity benchmark's median trial is within 0.6 % of it at up to 2,000 tok/s on a
+    loaded 2-core machine, docs/benchmarks.md section 1; a neighbour's stall of 10 ms
+    is 0.5 % of a trial here)."""
     spec = small_spec(
         num_prompts=2, max_tokens=max_tokens, trials=1, warmup_requests=0, request_timeout_s=30.0
     )
     with FakeEngine(rate=rate) as engine:
         result = run_tps(engine, spec)
     assert result.trials[0].tokens == 2 * max_tokens
-    assert result.median == pytest.approx(rate, rel=0.005)
+    assert result.median == pytest.approx(rate, rel=0.01)
 
 
 def test_summary_is_median_mean_cv_and_a_t_interval_of_the_mean() -> None:
