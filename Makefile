@@ -104,7 +104,8 @@ $(DEMO_STAMP): pyproject.toml
 
 # The benchmarks, every part of python -m bench (BENCH_ARGS=--quick for a shorter run,
 # BENCH_ARGS="--only fidelity,noise" for some; --list names them): JSON results in
-# bench/results/, plots in docs/img/bench-*.png, numbers in docs/benchmarks.md. Parts that
+# bench/results/, plots in docs/img/bench-*.png; python -m bench.docs --write then renders the
+# numbers into docs/benchmarks.md and docs/measurement.md (--check, run by the tests). Parts that
 # need Docker or a CUDA GPU are skipped where it is missing; the GPU runs are tests on the
 # GPU machine: bash bench/gpu.sh. The calibration of the checks: python -m calibration.calibrate.
 BENCH_STAMP := $(VENV)/.podium-bench-installed

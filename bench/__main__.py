@@ -6,7 +6,9 @@ the command) and the plots ``docs/img/bench-*.png``. Parts that need what a mach
 lack (Docker for whole verifications, a CUDA GPU) are skipped there with the reason, and
 run where it is present; ``--only`` picks parts, and fails when one it names cannot run.
 The calibration of the verifier's checks is not here: ``calibration/``
-(``python -m calibration.calibrate``, docs/benchmarks.md).
+(``python -m calibration.calibrate``, docs/benchmarks.md). The numbers of docs/benchmarks.md
+and docs/measurement.md are rendered from both folders' results by ``python -m bench.docs
+--write``, and ``--check`` (run by the test suite) fails where they disagree.
 """
 
 from __future__ import annotations
@@ -115,6 +117,13 @@ HELPERS = {
     "plots": "the figures under docs/img/",
     "paced_engine": "an engine with an exact token rate (fidelity, anchor, proxy)",
     "vllm_sandbox": "sandboxed real vLLM (tests/engines import it too)",
+    "docs": "python -m bench.docs: the docs' numbers rendered from the results, --check/--write",
+    "docs_region": "what a rendered region of a document is, and the number formats",
+    "docs_bench": "the regions of docs/benchmarks.md from bench/results/ (sections 1 to 8)",
+    "docs_runs": "the regions of docs/benchmarks.md from whole runs (sections 10 to 14)",
+    "docs_calibration": "the regions of docs/benchmarks.md from calibration/results/",
+    "docs_missed": "the region of docs/benchmarks.md where a goal is missed",
+    "docs_measurement": "the regions of docs/measurement.md",
 }
 
 

@@ -20,12 +20,13 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import httpx
+
+from podium.timestamps import now_iso
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
@@ -104,7 +105,7 @@ def machine() -> dict[str, Any]:
     """Where and when a result was measured, at which commit, and whether the tree was
     clean there; the load average says how shared the CPU was."""
     return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": now_iso(),
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "load_average": [round(x, 2) for x in os.getloadavg()],

@@ -7,7 +7,7 @@ Steps, each timed: build a Gemma 4 text model with the E4B text configuration (4
 layers, hidden 2560, 262,144-token vocabulary, ...) and **random** bf16 weights on the
 GPU; score the PPL records directly with it (the reference for the engine's PPL); save
 it with a tokenizer; start ``python -m engines.baseline`` on it as a separate process;
-drive it with ``verifier.harness.run_harness`` (ready, the evaluation: TPS with warm-up
+drive it with ``verifier.stages.evaluation.run_harness`` (ready, the evaluation: TPS with warm-up
 and the PPL records placed among the timed requests, the evaluation checks) with
 fast-gemma's workload shape (chat endpoint, single stream,
 512 output tokens, ``ignore_eos``, greedy), fewer prompts and trials so the whole run
@@ -267,7 +267,7 @@ def workload(args: argparse.Namespace) -> Any:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_e4b", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-out")))
     parser.add_argument("--tiny", action="store_true", help="small model on the CPU (a dry run)")
@@ -278,7 +278,75 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ppl-records", type=int, default=4)
     parser.add_argument("--budget-s", type=float, default=420.0, help="harness evaluation limit")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/podium-e4b"))
-    args = parser.parse_args(argv)
+    return parser
+
+
+def serve(folder: Path, device: str, dtype: str, *, tiny: bool, port: int) -> Any:
+    """``python -m engines.baseline`` on the saved model, as a separate process, ready."""
+    cmd = ["-m", "engines.baseline", "--model", str(folder), "--port", str(port)]
+    cmd += ["--device", device, "--dtype", dtype, "--served-model-name", "e4b-random"]
+    cmd += ["--max-model-len", "4096"]
+    if not tiny:  # random bf16 weights: the attention self-test measures near-ties,
+        cmd += ["--self-test", "off"]  # not kernels (docs/benchmarks.md, section 8)
+    return start_engine(cmd, port=port, ready_timeout_s=600)
+
+
+def drive(
+    url: str, args: argparse.Namespace, vocab: int, folder: Path, rows: list[dict[str, Any]]
+) -> tuple[Any, float, float]:
+    """The harness on the engine at ``url``: its result, its wall and CPU seconds."""
+    from verifier.harness.render import TokenizerRenderer
+    from verifier.stages.evaluation import run_harness
+
+    spec = workload(args)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    harness = run_harness(
+        url,
+        spec,
+        public_prompts=prompts("public", vocab, 8),
+        heldout_prompts=prompts("heldout", vocab, 8),
+        ppl_records=rows,
+        renderer=TokenizerRenderer(folder),
+        progress=lambda stage, done, total: print(f"  {stage} {done}/{total}", flush=True),
+        eos_token_ids=(1,),
+        ready_timeout_s=60,
+    )
+    return harness, time.perf_counter() - t0, time.process_time() - cpu0
+
+
+def harness_result(evaluated: Any, wall: float, cpu: float) -> dict[str, Any]:
+    """What the harness measured and the checks made of it, as the result's ``harness``."""
+    harness = evaluated.harness
+    tps, ppl = harness.tps, harness.ppl
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "cpu_share": cpu / wall,
+        "stages": [s.to_dict() for s in harness.stages],
+        "failure": harness.failure.to_dict() if harness.failure else None,
+        "warmup_s": tps.warmup_seconds if tps else None,
+        "tps": tps.to_metrics() if tps else None,
+        "ppl": ppl.to_metrics() if ppl else None,
+        "checks": [
+            {"id": c.id, "status": c.status, "summary": c.summary} for c in evaluated.checks
+        ],
+    }
+
+
+def a10g_estimate(tps: Any, checkpoint: int) -> dict[str, Any]:
+    """The H200 figures scaled to an A10G by the ratio of their memory bandwidths."""
+    ratio = BANDWIDTH_GBS["A10G"] / BANDWIDTH_GBS["H200"]
+    return {
+        "note": "ESTIMATE, not a measurement: H200 figures scaled by the peak memory "
+        "bandwidth ratio A10G/H200 = 600/4800",
+        "tps": tps.median * ratio,
+        "tps_stage_s": sum(t.seconds for t in tps.trials) / ratio,
+        "weights_read_bound_tps": BANDWIDTH_GBS["A10G"] * 1e9 / checkpoint,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     shape: dict[str, Any] = TINY if args.tiny else E4B
     device, dtype = ("cpu", "float32") if args.tiny else ("cuda", "bfloat16")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -299,53 +367,21 @@ def main(argv: list[str] | None = None) -> int:
     save()
     print(f"built and saved: {result['build']}", flush=True)
 
-    port = free_port()
-    t0 = time.perf_counter()
-    cmd = ["-m", "engines.baseline", "--model", str(folder), "--port", str(port)]
-    cmd += ["--device", device, "--dtype", dtype, "--served-model-name", "e4b-random"]
-    cmd += ["--max-model-len", "4096"]
-    if not args.tiny:  # random bf16 weights: the attention self-test measures near-ties,
-        cmd += ["--self-test", "off"]  # not kernels (docs/benchmarks.md, section 8)
-    engine = start_engine(cmd, port=port, ready_timeout_s=600)
+    port, t0 = free_port(), time.perf_counter()
+    engine = serve(folder, device, dtype, tiny=args.tiny, port=port)
     result["engine_start_s"] = time.perf_counter() - t0
     result["gpu"]["after_load_bytes"] = gpu.samples[-1][1] if gpu.samples else None
     save()
     print(f"engine ready after {result['engine_start_s']:.1f} s", flush=True)
     try:
-        from verifier.evaluation import run_harness
-        from verifier.harness.render import TokenizerRenderer
-
-        spec = workload(args)
-        vocab = shape["vocab_size"]
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        harness = run_harness(
-            engine.url,
-            spec,
-            public_prompts=prompts("public", vocab, 8),
-            heldout_prompts=prompts("heldout", vocab, 8),
-            ppl_records=rows,
-            renderer=TokenizerRenderer(folder),
-            progress=lambda stage, done, total: print(f"  {stage} {done}/{total}", flush=True),
-            eos_token_ids=(1,),
-            ready_timeout_s=60,
-        )
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        evaluated, wall, cpu = drive(engine.url, args, shape["vocab_size"], folder, rows)
     finally:
         engine.stop()
         gpu.stop()
+    harness = evaluated.harness
     tps, ppl = harness.tps, harness.ppl
     direct_nll = math.fsum(direct)
-    result["harness"] = {
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "cpu_share": cpu / wall,
-        "stages": [s.to_dict() for s in harness.stages],
-        "failure": harness.failure.to_dict() if harness.failure else None,
-        "warmup_s": tps.warmup_seconds if tps else None,
-        "tps": tps.to_metrics() if tps else None,
-        "ppl": ppl.to_metrics() if ppl else None,
-        "checks": [{"id": c.id, "status": c.status, "summary": c.summary} for c in harness.checks],
-    }
+    result["harness"] = harness_result(evaluated, wall, cpu)
     if ppl is not None and ppl.tokens:
         result["ppl_vs_direct"] = {
             "engine_nll": ppl.nll_sum,
@@ -356,15 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     result["gpu"]["peak_bytes"] = gpu.peak_since(started)
     if tps is not None and not args.tiny:
-        ratio = BANDWIDTH_GBS["A10G"] / BANDWIDTH_GBS["H200"]
-        checkpoint = result["build"]["checkpoint_bytes"]
-        result["a10g_estimate"] = {
-            "note": "ESTIMATE, not a measurement: H200 figures scaled by the peak memory "
-            "bandwidth ratio A10G/H200 = 600/4800",
-            "tps": tps.median * ratio,
-            "tps_stage_s": sum(t.seconds for t in tps.trials) / ratio,
-            "weights_read_bound_tps": BANDWIDTH_GBS["A10G"] * 1e9 / checkpoint,
-        }
+        result["a10g_estimate"] = a10g_estimate(tps, result["build"]["checkpoint_bytes"])
     result["total_s"] = time.perf_counter() - started
     save()
     print(json.dumps(result.get("harness", {}).get("tps"), indent=1), flush=True)

@@ -30,7 +30,11 @@ PROBE = r"""
 import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path.cwd() / "tests"))
-from calibration.calibrate import Row, verify_row
+try:
+    from calibration.rows import Row
+    from calibration.run_row import verify_row
+except ImportError:  # a tree from before calibration/calibrate.py was split
+    from calibration.calibrate import Row, verify_row
 with tempfile.TemporaryDirectory(prefix="podium-cost-") as tmp:
     t0 = time.perf_counter()
     done = verify_row(Row("baseline fp32", "honest"), Path(tmp))

@@ -42,7 +42,7 @@ def verify_once(engine: str, workdir: Path) -> dict[str, Any]:
     from submission.bundle import package
     from verifier.pipeline import VerifyRequest, verify
     from verifier.runners.local_docker import LocalDockerRunner
-    from verifier.runners.reference import reference_runner
+    from verifier.runners.reference_engine import reference_runner
 
     example = REPO_ROOT / "examples" / ENGINES[engine]
     packaged = package(example, workdir / "dist", build=False)

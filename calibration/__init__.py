@@ -2,7 +2,10 @@
 of cheats, run to show where each check's bound sits between them.
 
 - ``calibrate``: every honest and cheating row through ``podium verify`` on the CPU; the
-  table of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``).
+  tables of ``docs/benchmarks.md`` section 7 (``python -m calibration.calibrate``). Its
+  parts: ``rows`` (the rows and the trust-margin rows), ``run_row`` (one row packaged and
+  verified), ``summary`` (a report's numbers and the row's expectation), ``table`` (the
+  text of its docs regions, which ``bench.docs`` renders).
 - ``margins``: each row's position at each bound, and the separation stated from them.
 - ``attainable``: whether any reference-decode allowance could separate the recorded
   honest rows from the double spenders, read from the results (nothing is run).
@@ -10,7 +13,9 @@ of cheats, run to show where each check's bound sits between them.
   spender that answers its probes (they would not widen the comparison made today).
 - ``false_rejection``: repeated verifications of honest entries, the false-rejection rate.
 - ``stability``: the tiny spec's TPS spread with busy neighbours (``tps.unstable``).
-- ``gpu_verify``: the calibration rows on a CUDA GPU (run there by ``bash bench/gpu.sh``).
+- ``gpu_verify``: the calibration rows on a CUDA GPU (run there by ``bash bench/gpu.sh``);
+  ``gpu_run`` packages and verifies one run there, ``gpu_table`` is the text of its docs
+  regions.
 
 Their results live in ``calibration/results/``; what they share with the benchmarks (the
 machine's description, engine processes, busy neighbours) is ``bench.common``.
@@ -38,7 +43,7 @@ def tiny_budget() -> float:
     """The shipped tiny spec's quality budget B (nats per token), which every reference
     decode allowance grows with."""
     from schemas.challenge import load_challenge
-    from verifier.checks.reference import budget_of
+    from verifier.checks.budget import budget_of
 
     spec = load_challenge("tiny")
     return budget_of(spec, spec.check("reference_decode"))

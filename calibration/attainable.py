@@ -69,7 +69,7 @@ def cpu_rows(calibration: dict[str, Any], repeated: dict[str, Any] | None) -> li
 
 def gpu_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The GPU runs of margin rows (each run a row, named with its run number)."""
-    from calibration.gpu_verify import margin_runs
+    from calibration.gpu_table import margin_runs
 
     return [{**r, "name": f"{r['name']} (run {r.get('run', 1)})"} for r in margin_runs(doc)]
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from bench.common import DATA, machine
 from calibration import RESULTS_DIR
-from calibration.calibrate import DECODE_RATIO
+from calibration.rows import DECODE_RATIO
 
 TINY = DATA / "tiny"
 

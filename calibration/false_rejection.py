@@ -43,7 +43,7 @@ from typing import Any
 
 from bench.common import REPO_ROOT, busy_neighbours, machine
 from calibration import RESULTS_DIR, tiny_budget, tiny_spec
-from verifier.checks.reference import decode_allowances
+from verifier.checks.budget import decode_allowances
 
 
 def _margins(report: dict[str, Any]) -> dict[str, Any]:
@@ -90,11 +90,10 @@ def _margins(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The sample submission (``args.example``) packaged once and verified ``args.runs``
+    times in the Docker sandbox, ``args.hog`` busy neighbours beside it."""
     from schemas.challenge import load_challenge
     from submission.bundle import package
-    from verifier.pipeline import VerifyRequest, verify
-    from verifier.runners.local_docker import LocalDockerRunner
-    from verifier.runners.reference import reference_runner
 
     work = Path(tempfile.mkdtemp(prefix="podium-frr-"))
     src = work / "src"
@@ -110,40 +109,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         with busy_neighbours(args.hog, 3.0):
             for i in range(args.runs):
-                t0 = time.perf_counter()
-                out = verify(
-                    VerifyRequest(
-                        bundle=packaged.bundle.path,
-                        spec=spec,
-                        runner=LocalDockerRunner(),
-                        out_dir=work / f"run-{i}",
-                        reference=reference_runner,
-                    )
-                )
-                report = out.evidence or out.report  # the organizer's: every value in full
-                row = {
-                    "run": i,
-                    "verdict": out.verdict,
-                    "wall_s": time.perf_counter() - t0,
-                    "not_passed": {
-                        c["id"]: c["status"] for c in report["checks"] if c["status"] != "pass"
-                    },
-                    "error_findings": sorted(
-                        {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
-                    ),
-                    "seeds": report.get("seeds"),
-                    **_margins(report),
-                }
+                row = _run_once(packaged.bundle.path, spec, work / f"run-{i}", i)
                 runs.append(row)
                 print(json.dumps(row), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     verdicts = [r["verdict"] for r in runs]
-
-    def spread(key: str) -> dict[str, float] | None:
-        values = [r[key] for r in runs if isinstance(r.get(key), int | float)]
-        return {"min": min(values), "max": max(values)} if values else None
-
     return {
         "example": args.example,
         "challenge": "tiny",
@@ -153,26 +124,57 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "false_rejections": sum(1 for v in verdicts if v == "REJECTED"),
         "not_verified": sum(1 for v in verdicts if v != "VERIFIED"),
         "wall_s_median": statistics.median(r["wall_s"] for r in runs) if runs else None,
-        "margins": {
-            key: spread(key)
-            for key in (
-                "reference_decode_mean_gap",
-                "reference_decode_large_gap_share",
-                "reference_decode_max_gap",
-                "ppl_delta_low",
-                "ppl_delta_high",
-                "caching_speedup",
-                "controls_ratio",
-                "controls_worst_trial",
-                "controls_gap_excess",
-                "same_path_fraction",
-                "tps_cv",
-                "tps_ci",
-                "trials_run",
-                "repeated_requests",
-            )
-        },
+        "margins": {key: _spread(runs, key) for key in SPREAD},
         "per_run": runs,
+    }
+
+
+#: the margins whose range over the runs ``run`` reports
+SPREAD = (
+    "reference_decode_mean_gap",
+    "reference_decode_large_gap_share",
+    "reference_decode_max_gap",
+    "ppl_delta_low",
+    "ppl_delta_high",
+    "caching_speedup",
+    "controls_ratio",
+    "controls_worst_trial",
+    "controls_gap_excess",
+    "same_path_fraction",
+    "tps_cv",
+    "tps_ci",
+    "trials_run",
+    "repeated_requests",
+)
+
+
+def _run_once(bundle: Path, spec: Any, out_dir: Path, i: int) -> dict[str, Any]:
+    """One verification of the bundle in the Docker sandbox: its verdict and margins."""
+    from verifier.pipeline import VerifyRequest, verify
+    from verifier.runners.local_docker import LocalDockerRunner
+    from verifier.runners.reference_engine import reference_runner
+
+    t0 = time.perf_counter()
+    out = verify(
+        VerifyRequest(
+            bundle=bundle,
+            spec=spec,
+            runner=LocalDockerRunner(),
+            out_dir=out_dir,
+            reference=reference_runner,
+        )
+    )
+    report = out.evidence or out.report  # the organizer's: every value in full
+    return {
+        "run": i,
+        "verdict": out.verdict,
+        "wall_s": time.perf_counter() - t0,
+        "not_passed": {c["id"]: c["status"] for c in report["checks"] if c["status"] != "pass"},
+        "error_findings": sorted(
+            {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
+        ),
+        "seeds": report.get("seeds"),
+        **_margins(report),
     }
 
 
@@ -185,8 +187,8 @@ def undeclared_rows(names: str) -> list[Any]:
     """The honest margin rows inside the cap; a comma-separated list of names picks those,
     among the honest margin rows and the honest rows of the calibration table (declared
     windows, int8, bf16, and the vLLM rows, which need Docker and ``podium/vllm-cpu``)."""
-    from calibration.calibrate import margin_rows
-    from calibration.calibrate import rows as table_rows
+    from calibration.rows import margin_rows
+    from calibration.rows import rows as table_rows
 
     honest = [r for r in margin_rows() if r.kind == "honest"]
     if names:
@@ -205,7 +207,7 @@ def control_rows(cheats: bool = False) -> list[Any]:
     honest speculative decoding by n-gram lookup (whose speed depends on the text); with
     ``cheats``, also the corpus replayers it must reject (``tests/doubles/corpus.py``),
     reading tiny's shipped held-out set."""
-    from calibration.calibrate import Row, doubles
+    from calibration.rows import Row, doubles
 
     rows = [
         Row("honest baseline", "honest"),
@@ -226,14 +228,9 @@ def control_rows(cheats: bool = False) -> list[Any]:
     ]
 
 
-def run_undeclared(args: argparse.Namespace) -> dict[str, Any]:
-    """Each honest undeclared row ``args.runs`` times; verdicts and margins per row."""
-    return run_rows(undeclared_rows(args.undeclared), args.runs)
-
-
 def run_rows(rows: list[Any], times: int) -> dict[str, Any]:
     """Each row ``times`` times, as the calibration runs it; verdicts and margins per row."""
-    from calibration.calibrate import verify_row
+    from calibration.run_row import verify_row
 
     out: dict[str, Any] = {}
     for row in rows:
@@ -374,15 +371,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {p['e']:.4f} | {p['decode_mean']:.2f} | {p['decode_large']:.2f} |"
             )
         return 0
-    if args.controls:
-        result = {"machine": machine(), **run_rows(control_rows(args.cheats), args.runs)}
-        target = args.out or RESULTS_DIR / "false_rejection-controls.json"
-        target.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"{result['false_rejections']} REJECTED over {result['runs']} runs; wrote {target}")
-        return 0
-    if args.undeclared is not None:
-        result = {"machine": machine(), **run_undeclared(args)}
-        target = args.out or RESULTS_DIR / "false_rejection-undeclared.json"
+    if args.controls or args.undeclared is not None:  # --controls first
+        rows = control_rows(args.cheats) if args.controls else undeclared_rows(args.undeclared)
+        which = "controls" if args.controls else "undeclared"
+        result = {"machine": machine(), **run_rows(rows, args.runs)}
+        target = args.out or RESULTS_DIR / f"false_rejection-{which}.json"
         target.write_text(json.dumps(result, indent=2) + "\n")
         print(f"{result['false_rejections']} REJECTED over {result['runs']} runs; wrote {target}")
         return 0

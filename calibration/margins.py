@@ -3,10 +3,10 @@
 A *position* is a row's value at a bound divided by what the bound allows (1 is the
 bound; above it the check fails). For a lower bound (the same-path fraction) it is the
 share of tokens missed over the share allowed to miss. Pure functions of a verification
-report, so a GPU driver that runs ``calibration.calibrate.margin_rows()`` reads its reports
+report, so a GPU driver that runs ``calibration.rows.margin_rows()`` reads its reports
 with the same arithmetic:
 
-    from calibration.calibrate import margin_rows
+    from calibration.rows import margin_rows
     from calibration.margins import positions, separation
 
 Separation (the trust-margin target): every honest row inside the PPL cap at or below
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from calibration import tiny_budget
-from verifier.checks.reference import decode_allowances
+from verifier.checks.budget import decode_allowances
 
 #: honest rows inside the cap sit at or below this share of every allowance
 HONEST_MAX = 0.5

@@ -36,8 +36,8 @@ def neighbours() -> int:
 def measure(url: str) -> dict[str, Any]:
     from schemas.challenge import load_challenge
     from verifier.datasets import evaluation_sets
-    from verifier.evaluation import run_harness
     from verifier.harness.render import TokenizerRenderer
+    from verifier.stages.evaluation import run_harness
 
     spec = load_challenge("tiny")
     sets = evaluation_sets(spec, heldout=None, public=False)
@@ -50,7 +50,7 @@ def measure(url: str) -> dict[str, Any]:
         renderer=TokenizerRenderer(DATA / "tiny" / "model"),
         ready_timeout_s=120,
     )
-    assert result.failure is None, result.failure
+    assert result.harness.failure is None, result.harness.failure
     check = next(c for c in result.checks if c.id == "tps.unstable")
     return {"status": check.status, "summary": check.summary, **(check.details or {})}
 

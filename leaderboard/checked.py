@@ -18,8 +18,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from leaderboard.log import HEAD_PATH, now_stamp
 from leaderboard.seen import SeenHeads
 from leaderboard.setcheck import SetProblem, check_head, compare_set
@@ -31,10 +29,10 @@ from leaderboard.stores.base import (
     Store,
     gc_paused,
 )
-from leaderboard.trust import Trust, TrustedKey, with_rotations
+from leaderboard.trust import Trust, with_rotations
 from leaderboard.verify import RowChecker, StoreCheck, Withdrawn
 from podium.errors import SignatureError
-from podium.signing import key_id, verify_document
+from podium.signing import verify_document
 from schemas.validate import validation_errors
 
 
@@ -201,11 +199,3 @@ def check_store(
         seen=seen if seen is not None else SeenHeads(),
         now=now or datetime.now(UTC),
     )
-
-
-def verify_store(
-    store: Store, public_keys: list[Ed25519PublicKey], *, seen: SeenHeads | None = None
-) -> StoreCheck:
-    """Every row of ``store`` against exactly ``public_keys`` (for any challenge)."""
-    trust = Trust(tuple(TrustedKey(key_id(k), k, "given") for k in public_keys))
-    return check_store(store, trust, seen=seen)

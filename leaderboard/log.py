@@ -36,6 +36,7 @@ from leaderboard.stores.base import HEAD_PATH, RawRecord
 from podium.canonical import sha256_bytes
 from podium.errors import SignatureError, StoreError
 from podium.signing import KeyPair, sign_document, verify_document
+from podium.timestamps import iso_utc
 from schemas.validate import validation_errors
 
 # -- Merkle tree hash (RFC 9162, section 2.1) ----------------------------------------
@@ -80,7 +81,7 @@ def leaves_root(leaves: Sequence[dict[str, Any]]) -> str:
 
 
 def now_stamp(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso_utc(now or datetime.now(UTC))
 
 
 def make_leaf(path: str, data: bytes) -> dict[str, Any]:

@@ -30,12 +30,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from leaderboard.records import as_number
+
 OTHER_ORDER = ("UNOFFICIAL", "PENDING", "REJECTED", "FAILED")
-
-
-def _num(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok else None
 
 
 def metrics_of(record: dict[str, Any]) -> dict[str, Any]:
@@ -44,18 +41,18 @@ def metrics_of(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def tps_of(record: dict[str, Any]) -> float:
-    value = _num(metrics_of(record).get("tps"))
+    value = as_number(metrics_of(record).get("tps"))
     return value if value is not None else float("-inf")
 
 
 def ci_of(record: dict[str, Any]) -> tuple[float, float] | None:
     """A run's 95 % interval of TPS, or its median twice, or None without a TPS."""
-    tps = _num(metrics_of(record).get("tps"))
+    tps = as_number(metrics_of(record).get("tps"))
     if tps is None:
         return None
     ci = metrics_of(record).get("tps_ci95")
     if isinstance(ci, list) and len(ci) == 2:
-        lo, hi = _num(ci[0]), _num(ci[1])
+        lo, hi = as_number(ci[0]), as_number(ci[1])
         if lo is not None and hi is not None:
             return min(lo, tps), max(hi, tps)
     return tps, tps
@@ -81,7 +78,7 @@ class Entry:
 def make_entry(runs: list[dict[str, Any]], noise: float) -> Entry:
     """One entry from the runs of one bundle, ``noise`` being the challenge's stated one."""
     runs = sorted(runs, key=lambda r: (str(r.get("verified_at", "")), str(r.get("record_id"))))
-    medians = [tps_of(r) for r in runs if _num(metrics_of(r).get("tps")) is not None]
+    medians = [tps_of(r) for r in runs if as_number(metrics_of(r).get("tps")) is not None]
     if not medians:
         return Entry(tuple(runs), float("-inf"), float("-inf"), float("-inf"), 0.0, noise)
     tps = statistics.median(medians)

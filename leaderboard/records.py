@@ -15,7 +15,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from podium.canonical import canonical_json, sha256_bytes
-from podium.errors import SchemaError, SignatureError
+from podium.errors import SignatureError
 from podium.signing import KeyPair, sign_document, verify_document
 from schemas.validate import validate
 
@@ -60,7 +60,8 @@ def _one_line(text: str) -> str:
     return line if len(line) <= REASON_MAX else line[: REASON_MAX - 1] + "…"
 
 
-def _num(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (``true`` and ``false`` included)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -82,7 +83,7 @@ def reason_for(report: dict[str, Any]) -> str:
             if f.get("severity") == severity:
                 return _one_line(f["message"])
     ppl = (report.get("metrics") or {}).get("ppl") or {}
-    value, cap = _num(ppl.get("value")), _num(ppl.get("cap"))
+    value, cap = as_number(ppl.get("value")), as_number(ppl.get("cap"))
     if value is not None and cap is not None and value > cap:
         return f"PPL {value:.3f} > cap {cap:.3f}"
     if report.get("mode") == "self-check":
@@ -101,14 +102,14 @@ def _metrics(report: dict[str, Any]) -> dict[str, Any]:
     if reported is None:
         reported = (report.get("submission") or {}).get("reported_tps")
     return {
-        "tps": _num(tps.get("median")),
+        "tps": as_number(tps.get("median")),
         "tps_ci95": [float(ci[0]), float(ci[1])] if isinstance(ci, list) and len(ci) == 2 else None,
-        "tps_cv": _num(tps.get("cv")),
-        "reported_tps": _num(reported),
-        "ppl": _num(ppl.get("value")),
-        "ppl_cap": _num(ppl.get("cap")),
-        "speedup": _num(m.get("speedup")),
-        "baseline_tps": _num(m.get("baseline_tps")),
+        "tps_cv": as_number(tps.get("cv")),
+        "reported_tps": as_number(reported),
+        "ppl": as_number(ppl.get("value")),
+        "ppl_cap": as_number(ppl.get("cap")),
+        "speedup": as_number(m.get("speedup")),
+        "baseline_tps": as_number(m.get("baseline_tps")),
     }
 
 
@@ -203,22 +204,3 @@ def record_from_report(
     }
     validate("record", record, file=f"record of report {report_doc['report_id']}")
     return sign_document(record, keypair)
-
-
-def verify_record(doc: Any, public_key: Ed25519PublicKey) -> str:
-    """Check a record's schema, id and signature; return the key id or raise.
-
-    Raises ``SchemaError`` for a malformed row or one whose id does not match its
-    content, ``SignatureError`` for a forged or altered one.
-    """
-    if not isinstance(doc, dict):
-        raise SchemaError("a record must be a JSON object", expected="object")
-    validate("record", doc, file=f"record {doc.get('record_id', '?')}")
-    key = verify_document(doc, public_key)
-    expected = expected_record_id(doc)
-    if doc["record_id"] != expected:
-        raise SchemaError(
-            f"record_id {doc['record_id']} does not match its content ({expected})",
-            json_path="$.record_id",
-        )
-    return key

@@ -128,6 +128,67 @@ def _head_key(head: Head, trust: Trust) -> tuple[Any | None, SetProblem | None]:
     )
 
 
+def _missing_head(remembered: dict[str, Any] | None, *, has_documents: bool) -> SetProblem | None:
+    """The problem of a store with no head: rolled back if one was seen, else unproven."""
+    if remembered is not None:
+        return SetProblem(
+            "rollback",
+            f"the store has no signed head, but this viewer checked head "
+            f"v{remembered['version']} of it ({remembered['made_at']}, "
+            f"{remembered['size']} leaves): it was rolled back or its head deleted",
+            HEAD_PATH,
+        )
+    if has_documents:
+        return SetProblem(
+            "no-head",
+            f"the store has no signed head ({HEAD_PATH}): nothing proves that no row "
+            "was removed (the organizers sign one with podium leaderboard sign-head)",
+            HEAD_PATH,
+        )
+    return None
+
+
+def _rewound(head: Head, remembered: dict[str, Any] | None) -> SetProblem | None:
+    """The problem if ``head`` is older than, or does not extend, the one seen before."""
+    if remembered is None:
+        return None
+    old_v, old_size, old_root = (
+        int(remembered["version"]),
+        int(remembered["size"]),
+        str(remembered["root"]),
+    )
+    seen_as = f"head v{old_v} ({remembered['made_at']}, {old_size} leaves)"
+    if head.version < old_v:
+        return SetProblem(
+            "rollback",
+            f"{head.describe()} is older than {seen_as}, which this viewer checked "
+            "before: the store was rolled back",
+            HEAD_PATH,
+        )
+    if not extends(head, old_size, old_root):
+        return SetProblem(
+            "inconsistent",
+            f"{head.describe()} does not extend {seen_as}, which this viewer checked "
+            "before: its history was rewritten (a row removed or replaced)",
+            HEAD_PATH,
+        )
+    return None
+
+
+def _stale(head: Head, max_age_days: float, clock: datetime) -> SetProblem | None:
+    """The problem if ``head`` was signed longer than ``max_age_days`` before ``clock``."""
+    made = _when(head.made_at)
+    if made is not None and (clock - made).total_seconds() > max_age_days * 86400:
+        age = _days((clock - made).total_seconds())
+        return SetProblem(
+            "stale",
+            f"{head.describe()} was signed {age} ago, longer than the freshness bound of "
+            f"{max_age_days:g} days: the store or its mirror may be frozen",
+            HEAD_PATH,
+        )
+    return None
+
+
 def check_head(
     data: bytes | None,
     trust: Trust,
@@ -143,25 +204,9 @@ def check_head(
     trusted = {k.key_id for k in trust.keys if not k.revoked_at}
     remembered = seen.latest(identity, trusted) if seen is not None else None
     if data is None:
-        if remembered is not None:
-            state.problems.append(
-                SetProblem(
-                    "rollback",
-                    f"the store has no signed head, but this viewer checked head "
-                    f"v{remembered['version']} of it ({remembered['made_at']}, "
-                    f"{remembered['size']} leaves): it was rolled back or its head deleted",
-                    HEAD_PATH,
-                )
-            )
-        elif has_documents:
-            state.problems.append(
-                SetProblem(
-                    "no-head",
-                    f"the store has no signed head ({HEAD_PATH}): nothing proves that no row "
-                    "was removed (the organizers sign one with podium leaderboard sign-head)",
-                    HEAD_PATH,
-                )
-            )
+        missing = _missing_head(remembered, has_documents=has_documents)
+        if missing is not None:
+            state.problems.append(missing)
         return state
     try:
         head = parse_head(data)
@@ -185,47 +230,13 @@ def check_head(
         )
         return state
     state.sound = True
-    rewound = False
-    if remembered is not None:
-        old_v, old_size, old_root = (
-            int(remembered["version"]),
-            int(remembered["size"]),
-            str(remembered["root"]),
-        )
-        seen_as = f"head v{old_v} ({remembered['made_at']}, {old_size} leaves)"
-        if head.version < old_v:
-            rewound = True
-            state.problems.append(
-                SetProblem(
-                    "rollback",
-                    f"{head.describe()} is older than {seen_as}, which this viewer checked "
-                    "before: the store was rolled back",
-                    HEAD_PATH,
-                )
-            )
-        elif not extends(head, old_size, old_root):
-            rewound = True
-            state.problems.append(
-                SetProblem(
-                    "inconsistent",
-                    f"{head.describe()} does not extend {seen_as}, which this viewer checked "
-                    "before: its history was rewritten (a row removed or replaced)",
-                    HEAD_PATH,
-                )
-            )
-    made = _when(head.made_at)
-    clock = now or datetime.now(UTC)
-    if made is not None and (clock - made).total_seconds() > max_age_days * 86400:
-        age = _days((clock - made).total_seconds())
-        state.problems.append(
-            SetProblem(
-                "stale",
-                f"{head.describe()} was signed {age} ago, longer than the freshness bound of "
-                f"{max_age_days:g} days: the store or its mirror may be frozen",
-                HEAD_PATH,
-            )
-        )
-    state.remember = not rewound
+    rewound = _rewound(head, remembered)
+    if rewound is not None:
+        state.problems.append(rewound)
+    stale = _stale(head, max_age_days, now or datetime.now(UTC))
+    if stale is not None:
+        state.problems.append(stale)
+    state.remember = rewound is None
     return state
 
 

@@ -129,33 +129,20 @@ def _pump(chunks: Iterator[dict[str, Any]], out: queue.Queue[Any], stop: threadi
             close()  # drops the HTTP stream, so the engine cancels an abandoned build
 
 
-def build_image(
+def _request_build(
     client: DockerClient,
-    context_dir: str | Path,
+    context: Path,
     *,
     tag: str,
-    dockerfile: str = "Dockerfile",
-    buildargs: Mapping[str, str] | None = None,
-    labels: Mapping[str, str] | None = None,
-    nocache: bool = False,
+    dockerfile: str,
+    buildargs: Mapping[str, str] | None,
+    labels: Mapping[str, str] | None,
+    nocache: bool,
     timeout_s: float,
-    on_log: Callable[[str], None] | None = None,
-) -> tuple[str, str]:
-    """Build ``context_dir`` into ``tag``; return ``(image id, full build log)``.
-
-    The log streams to ``on_log`` line by line as the engine sends it. The image is tagged
-    only once the build succeeded within ``timeout_s``: a build abandoned at the limit
-    leaves at most an untagged image, never a late tag. On abandon the stream is dropped,
-    which makes the engine cancel the (classic) build.
-    """
-    context = Path(context_dir)
-    if not (context / dockerfile).is_file():
-        raise DockerError(f"no {dockerfile} in the build context {context}", where=tag)
-    stop = threading.Event()
-    chunks: queue.Queue[Any] = queue.Queue()
-    deadline = time.monotonic() + timeout_s
+) -> Iterator[dict[str, Any]]:
+    """Ask the engine for a classic build that never pulls; return its decoded stream."""
     try:
-        stream = client.api.build(
+        stream: Iterator[dict[str, Any]] = client.api.build(
             path=str(context),
             dockerfile=dockerfile,
             buildargs=dict(buildargs or {}),
@@ -170,8 +157,23 @@ def build_image(
         )
     except Exception as exc:  # docker-py / requests errors
         raise translate(exc, image=tag) from exc
-    threading.Thread(target=_pump, args=(stream, chunks, stop), daemon=True).start()
+    return stream
 
+
+def _follow_build(
+    chunks: queue.Queue[Any],
+    stop: threading.Event,
+    *,
+    tag: str,
+    deadline: float,
+    timeout_s: float,
+    on_log: Callable[[str], None] | None,
+) -> tuple[str | None, str | None, str]:
+    """Read the pumped stream until it ends: ``(image id, build error, full log)``.
+
+    Past ``deadline`` the pump is told to stop (dropping the stream) and the build is
+    abandoned; an exception the pump handed over is translated.
+    """
     log: list[str] = []
     image_id: str | None = None
     error: str | None = None
@@ -201,7 +203,48 @@ def build_image(
             if on_log is not None:
                 for line in text.splitlines():
                     on_log(line)
-    full_log = "".join(log)
+    return image_id, error, "".join(log)
+
+
+def build_image(
+    client: DockerClient,
+    context_dir: str | Path,
+    *,
+    tag: str,
+    dockerfile: str = "Dockerfile",
+    buildargs: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    nocache: bool = False,
+    timeout_s: float,
+    on_log: Callable[[str], None] | None = None,
+) -> tuple[str, str]:
+    """Build ``context_dir`` into ``tag``; return ``(image id, full build log)``.
+
+    The log streams to ``on_log`` line by line as the engine sends it. The image is tagged
+    only once the build succeeded within ``timeout_s``: a build abandoned at the limit
+    leaves at most an untagged image, never a late tag. On abandon the stream is dropped,
+    which makes the engine cancel the (classic) build.
+    """
+    context = Path(context_dir)
+    if not (context / dockerfile).is_file():
+        raise DockerError(f"no {dockerfile} in the build context {context}", where=tag)
+    stop = threading.Event()
+    chunks: queue.Queue[Any] = queue.Queue()
+    deadline = time.monotonic() + timeout_s
+    stream = _request_build(
+        client,
+        context,
+        tag=tag,
+        dockerfile=dockerfile,
+        buildargs=buildargs,
+        labels=labels,
+        nocache=nocache,
+        timeout_s=timeout_s,
+    )
+    threading.Thread(target=_pump, args=(stream, chunks, stop), daemon=True).start()
+    image_id, error, full_log = _follow_build(
+        chunks, stop, tag=tag, deadline=deadline, timeout_s=timeout_s, on_log=on_log
+    )
     if error is not None or image_id is None:
         raise DockerError(
             f"building image {tag} failed: {error or 'the engine reported no image id'}\n"

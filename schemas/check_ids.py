@@ -2,8 +2,11 @@
 
 Reports, records, tests and users match on these ids, so an id never changes meaning
 once released. Each is declared here and nowhere else; code that emits a finding or a
-check result names it through the constants below (``submission`` and ``verifier``
-alike), and ``docs/measurement.md`` is tested against this table.
+check result names it through the constants below, and ``docs/measurement.md`` is
+tested against this table. Each is judged in one place: every id of a verifier phase in
+``verifier/checks/``; the ``submission`` phase's, and the bundle reader's ``bundle.*``
+(which intake reuses), by the participant's own ``submission`` package
+(``tests/test_structure.py``).
 
 - ``phase``: where the id is emitted: ``submission`` (the participant's own
   ``podium submission validate / package``, before any bundle exists), then the
@@ -294,6 +297,9 @@ TPS_UNSTABLE = _declare(
     effect="FAILED",
     check=True,
 )
+#: what a self-check's verdict leaves out: an unstable TPS is the participant's machine's
+#: noise there, not a rule broken (the check and its finding stay in the report)
+SELF_CHECK_IGNORES = frozenset({TPS_UNSTABLE})
 TPS_REPRODUCTION = _declare(
     "tps.reproduction",
     "evaluation",

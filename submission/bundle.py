@@ -19,8 +19,9 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from podium.canonical import sha256_file
 from podium.errors import BundleError, DockerError, UsageError
 from schemas.challenge import ChallengeSpec
 from schemas.check_ids import BUNDLE_DIGEST_MISMATCH, SUBMISSION_TOO_LARGE
@@ -28,6 +29,9 @@ from schemas.findings import Finding
 from submission.defaults import MANIFEST_FILE
 from submission.files import LocalFile
 from submission.freeze import Frozen, freeze, manifest_text, source_date_epoch, write_manifest
+
+if TYPE_CHECKING:
+    from submission.safe_bundle import OpenedBundle
 
 
 @dataclass
@@ -142,11 +146,7 @@ def write_bundle(frozen: Frozen, out_path: Path) -> BundleInfo:
     finally:
         if os.path.exists(tmp_name):
             os.unlink(tmp_name)
-    h = hashlib.sha256()
-    with open(out_path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return BundleInfo(out_path, h.hexdigest(), out_path.stat().st_size)
+    return BundleInfo(out_path, sha256_file(out_path), out_path.stat().st_size)
 
 
 def _inside(child: Path, parent: Path) -> bool:
@@ -171,6 +171,66 @@ def _claim_name(out_dir: Path, name: str, directory: Path, *, force: bool) -> No
             "another folder with -o, or pass --force to replace it",
             where=str(bundle),
         )
+
+
+def _size_finding(info: BundleInfo, spec: ChallengeSpec) -> Finding | None:
+    """The finding that refuses a bundle over the challenge's size limit, if it is over."""
+    if info.size <= spec.limits.bundle_bytes:
+        return None
+    return Finding(
+        SUBMISSION_TOO_LARGE,
+        "error",
+        f"the bundle is {info.size} bytes, more than the {spec.id} challenge's limit of "
+        f"{spec.limits.bundle_bytes}.",
+        hint="remove large files the engine does not need",
+    )
+
+
+def _build_opened(
+    result: Packaged,
+    opened: OpenedBundle,
+    *,
+    out_dir: Path,
+    name: str,
+    bundle_sha256: str,
+    base_pin: str,
+    spec: ChallengeSpec,
+    on_log: Callable[[str], None] | None,
+) -> None:
+    """Build the image of an opened bundle; write ``NAME.build.log`` and ``NAME.image.json``.
+
+    A failed build's error names the log that holds the whole of it.
+    """
+    from submission.image import build_submission_image
+
+    result.build_log = out_dir / f"{name}.build.log"
+    with open(result.build_log, "w", encoding="utf-8") as log:
+
+        def tee(line: str) -> None:
+            log.write(line + "\n")
+            if on_log is not None:
+                on_log(line)
+
+        try:
+            result.image = build_submission_image(
+                opened.root_dir,
+                manifest=opened.manifest,
+                bundle_sha256=bundle_sha256,
+                base_pin=base_pin,
+                timeout_s=spec.limits.build_s,
+                on_log=tee,
+            )
+        except DockerError as exc:
+            raise DockerError(
+                exc.message,
+                hint=f"the whole build log is in {result.build_log}"
+                + (f"; {exc.hint}" if exc.hint else ""),
+                where=exc.where,
+            ) from exc
+    result.image_file = out_dir / f"{name}.image.json"
+    result.image_file.write_text(
+        json.dumps(result.image, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
 def package(
@@ -210,17 +270,10 @@ def package(
         from schemas.challenge import load_challenge
 
         spec = load_challenge(frozen.manifest.challenge.id)
-    if info.size > spec.limits.bundle_bytes:
+    too_large = _size_finding(info, spec)
+    if too_large is not None:
         info.path.unlink()
-        result.findings.append(
-            Finding(
-                SUBMISSION_TOO_LARGE,
-                "error",
-                f"the bundle is {info.size} bytes, more than the {spec.id} challenge's limit of "
-                f"{spec.limits.bundle_bytes}.",
-                hint="remove large files the engine does not need",
-            )
-        )
+        result.findings.append(too_large)
         return result
     write_manifest(directory, frozen.manifest)
     sha_file = out_dir / f"{name}.sha256"
@@ -233,35 +286,15 @@ def package(
             result.findings += opened.findings
             return result
         if build:
-            from submission.image import build_submission_image
-
-            result.build_log = out_dir / f"{name}.build.log"
-            with open(result.build_log, "w", encoding="utf-8") as log:
-
-                def tee(line: str) -> None:
-                    log.write(line + "\n")
-                    if on_log is not None:
-                        on_log(line)
-
-                try:
-                    result.image = build_submission_image(
-                        opened.root_dir,
-                        manifest=opened.manifest,
-                        bundle_sha256=info.sha256,
-                        base_pin=frozen.base_pin or opened.manifest.engine.base_image.digest,
-                        timeout_s=spec.limits.build_s,
-                        on_log=tee,
-                    )
-                except DockerError as exc:
-                    raise DockerError(
-                        exc.message,
-                        hint=f"the whole build log is in {result.build_log}"
-                        + (f"; {exc.hint}" if exc.hint else ""),
-                        where=exc.where,
-                    ) from exc
-            result.image_file = out_dir / f"{name}.image.json"
-            result.image_file.write_text(
-                json.dumps(result.image, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            _build_opened(
+                result,
+                opened,
+                out_dir=out_dir,
+                name=name,
+                bundle_sha256=info.sha256,
+                base_pin=frozen.base_pin or opened.manifest.engine.base_image.digest,
+                spec=spec,
+                on_log=on_log,
             )
         remove_opened(opened)
     return result

@@ -24,6 +24,7 @@ from typing import Any
 
 import podium
 from podium.errors import UsageError
+from podium.timestamps import iso_utc
 from podium.version import toolkit_git_sha
 from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
@@ -63,7 +64,7 @@ def source_date_epoch() -> int | None:
 
 
 def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso_utc(datetime.fromtimestamp(int(epoch), UTC))
 
 
 def created_time(files: list[LocalFile]) -> str:

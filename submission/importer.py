@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.errors import SchemaError, UsageError
-from schemas.challenge import ChallengeSpec
+from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
 from schemas.validate import load_schema, read_json
 from submission.defaults import (
     CONFIG_FILE,
@@ -235,3 +235,14 @@ def import_submission(
     )
     result.files.sort()
     return result
+
+
+def challenge_of_original(src: Path) -> str | None:
+    """The shipped challenge whose pinned model is the original manifest's ``model_id``
+    (None when the manifest cannot be read, or when none or several match)."""
+    try:
+        model = read_json(src / "manifest.json").get("model_id")
+    except (AttributeError, UsageError):
+        return None
+    matches = [n for n in list_challenges() if load_challenge(n).model.repo_id == model]
+    return matches[0] if len(matches) == 1 else None

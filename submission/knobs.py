@@ -85,3 +85,10 @@ def knob_table(spec: ChallengeSpec) -> list[KnobRow]:
             )
         )
     return rows
+
+
+def split_by_engine(rows: list[KnobRow], kind: str | None) -> tuple[list[KnobRow], list[KnobRow]]:
+    """(the knobs an engine of ``kind`` acts on, the others): a custom engine's own code may
+    read any knob, so it acts on them all."""
+    acts = [r for r in rows if kind == "custom" or kind in r.engines]
+    return acts, [r for r in rows if r not in acts]

@@ -8,13 +8,13 @@ huggingface_hub's errors become ``HubError`` in one function, ``translate_hub_er
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tarfile
 from pathlib import Path
 from typing import Any
 
+from podium.canonical import sha256_file
 from podium.errors import BundleError, HubError, UsageError
 from schemas.check_ids import BUNDLE_CORRUPT, BUNDLE_MANIFEST_MISSING
 from submission.defaults import MANIFEST_FILE, MAX_MANIFEST_BYTES
@@ -72,14 +72,6 @@ def bundle_stem(bundle: Path) -> str:
     return name[: -len(".tar.gz")] if name.endswith(".tar.gz") else bundle.stem
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 def read_bundle_manifest(bundle: Path) -> bytes:
     """The bytes of ``manifest.json``, the bundle's first member (size-capped)."""
     try:
@@ -133,7 +125,7 @@ def push_bundle(
     if "/" not in repo:
         raise UsageError(f"--repo {repo!r} must be ORG/NAME")
     stem = bundle_stem(bundle)
-    digest = _sha256(bundle)
+    digest = sha256_file(bundle)
     sha_file = bundle.with_name(f"{stem}.sha256")
     if sha_file.is_file():
         recorded = sha_file.read_text(encoding="utf-8").split()[:1]

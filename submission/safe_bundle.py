@@ -403,6 +403,16 @@ def peek_manifest(path: Path, *, max_bytes: int = 4 << 20) -> dict[str, Any]:
     return doc
 
 
+def manifest_challenge(path: Path) -> str | None:
+    """The challenge id the bundle's manifest names; None when the manifest cannot be read
+    or names none (intake then refuses the bundle, and says why)."""
+    try:
+        challenge = (peek_manifest(path).get("challenge") or {}).get("id")
+    except BundleError:
+        return None
+    return challenge if isinstance(challenge, str) else None
+
+
 def check_bundle(path: Path, *, limits: HasBundleLimits | None = None) -> Manifest:
     """Read the whole bundle at ``path`` as intake reads it (``open_bundle``, into a
     temporary folder that is removed again) and return its manifest; a bundle intake would

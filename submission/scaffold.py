@@ -163,6 +163,29 @@ def default_kind(spec: ChallengeSpec) -> str:
     )
 
 
+def _check_kind(kind: str, spec: ChallengeSpec) -> None:
+    """Refuse an engine kind podium cannot write or the challenge does not allow."""
+    if kind not in ("baseline", "vllm", "custom"):
+        raise UsageError(f"unknown engine kind {kind!r}", hint="choose baseline, vllm or custom")
+    if kind not in spec.engine.kinds:
+        raise UsageError(
+            f"the {spec.id} challenge does not allow the {kind} engine",
+            hint=f"allowed kinds: {', '.join(spec.engine.kinds)}",
+        )
+
+
+def _check_names(**names: str) -> None:
+    """Refuse a team or entry name that ``NAME_PATTERN`` does not match."""
+    import re
+
+    for key, value in names.items():
+        if not re.fullmatch(NAME_PATTERN, value):
+            raise UsageError(
+                f"--{key} {value!r} is not a valid name",
+                hint="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            )
+
+
 def init_submission(
     directory: Path,
     spec: ChallengeSpec,
@@ -179,24 +202,11 @@ def init_submission(
     says it was picked). ``entry`` defaults to the directory's name, so two entries made
     with the defaults do not package to the same bundle name.
     """
-    import re
-
     picked = kind is None
     kind = default_kind(spec) if kind is None else kind
-    if kind not in ("baseline", "vllm", "custom"):
-        raise UsageError(f"unknown engine kind {kind!r}", hint="choose baseline, vllm or custom")
-    if kind not in spec.engine.kinds:
-        raise UsageError(
-            f"the {spec.id} challenge does not allow the {kind} engine",
-            hint=f"allowed kinds: {', '.join(spec.engine.kinds)}",
-        )
+    _check_kind(kind, spec)
     entry = entry or default_entry(directory)
-    for key, value in (("team", team), ("entry", entry)):
-        if not re.fullmatch(NAME_PATTERN, value):
-            raise UsageError(
-                f"--{key} {value!r} is not a valid name",
-                hint="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-            )
+    _check_names(team=team, entry=entry)
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory} exists and is not a directory")
     if directory.is_dir() and any(directory.iterdir()) and not force:

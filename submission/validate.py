@@ -289,15 +289,8 @@ def _check_limits(files: list[LocalFile], spec: ChallengeSpec) -> list[Finding]:
     return out
 
 
-def validate_submission(
-    directory: Path, *, challenge: ChallengeSpec | None = None, exclude: tuple[Path, ...] = ()
-) -> Validation:
-    """Check ``directory``; ``challenge`` overrides the one ``podium.toml`` names.
-
-    Every problem is found in one pass: a ``podium.toml`` that breaks its schema still
-    has its usable parts judged (names, challenge, knobs, Dockerfile), so fixing one
-    problem never reveals another that was there all along.
-    """
+def _refuse_non_directory(directory: Path) -> None:
+    """Raise when ``directory`` is a file or missing: there is nothing to examine."""
     if not directory.is_dir():
         if directory.is_file():
             raise UsageError(
@@ -311,6 +304,56 @@ def validate_submission(
             hint="podium submission init DIR writes a new submission directory",
             where=str(directory),
         )
+
+
+def _load_named_challenge(
+    name: str, lines: dict[str, int]
+) -> tuple[ChallengeSpec | None, list[Finding]]:
+    """The challenge ``podium.toml`` names, or None and the finding that it is unknown."""
+    try:
+        return load_challenge(name), []
+    except UsageError as exc:
+        line = lines.get("challenge")
+        return None, [
+            Finding(
+                SUBMISSION_UNKNOWN_CHALLENGE,
+                "error",
+                f"challenge {name!r} is not a challenge podium knows.",
+                hint=exc.hint,
+                where=f"{CONFIG_FILE}:{line} challenge" if line else "challenge",
+            )
+        ]
+
+
+def _check_origin(directory: Path, cfg: SubmissionConfig) -> list[Finding]:
+    """An imported entry's ``origin.manifest`` must still be in the directory."""
+    if (
+        cfg.origin
+        and isinstance(cfg.origin.get("manifest"), str)
+        and not (directory / cfg.origin["manifest"]).is_file()
+    ):
+        return [
+            Finding(
+                SUBMISSION_ORIGIN_MISSING,
+                "error",
+                f"origin.manifest names {cfg.origin['manifest']!r}, which is missing.",
+                hint="restore the original manifest or drop origin.manifest",
+                where="origin.manifest",
+            )
+        ]
+    return []
+
+
+def validate_submission(
+    directory: Path, *, challenge: ChallengeSpec | None = None, exclude: tuple[Path, ...] = ()
+) -> Validation:
+    """Check ``directory``; ``challenge`` overrides the one ``podium.toml`` names.
+
+    Every problem is found in one pass: a ``podium.toml`` that breaks its schema still
+    has its usable parts judged (names, challenge, knobs, Dockerfile), so fixing one
+    problem never reveals another that was there all along.
+    """
+    _refuse_non_directory(directory)
     result = Validation(directory=directory)
     read = read_config(directory)
     result.findings += read.findings
@@ -325,19 +368,8 @@ def validate_submission(
     result.config = read.config
     spec = challenge
     if spec is None and cfg.challenge:
-        try:
-            spec = load_challenge(cfg.challenge)
-        except UsageError as exc:
-            line = read.lines.get("challenge")
-            result.findings.append(
-                Finding(
-                    SUBMISSION_UNKNOWN_CHALLENGE,
-                    "error",
-                    f"challenge {cfg.challenge!r} is not a challenge podium knows.",
-                    hint=exc.hint,
-                    where=f"{CONFIG_FILE}:{line} challenge" if line else "challenge",
-                )
-            )
+        spec, problems = _load_named_challenge(cfg.challenge, read.lines)
+        result.findings += problems
     result.challenge = spec
     result.findings += _check_names(cfg, read.lines)
     dockerfile = _check_dockerfile(directory, cfg)
@@ -356,20 +388,7 @@ def validate_submission(
         )
     if read.config is not None:
         result.findings += _check_generated_config(directory, cfg)
-    if (
-        cfg.origin
-        and isinstance(cfg.origin.get("manifest"), str)
-        and not (directory / cfg.origin["manifest"]).is_file()
-    ):
-        result.findings.append(
-            Finding(
-                SUBMISSION_ORIGIN_MISSING,
-                "error",
-                f"origin.manifest names {cfg.origin['manifest']!r}, which is missing.",
-                hint="restore the original manifest or drop origin.manifest",
-                where="origin.manifest",
-            )
-        )
+    result.findings += _check_origin(directory, cfg)
     if spec is None:  # no rules to apply, but the knobs' names and types still count
         result.findings += _check_knobs(cfg, None, read.lines)
     else:

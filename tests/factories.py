@@ -13,6 +13,9 @@ from typing import Any
 
 from leaderboard.publish import head_signer
 from leaderboard.records import record_from_report
+from leaderboard.stores.base import RawRecord, record_bytes, record_path
+from leaderboard.trust import Trust, TrustedKey
+from leaderboard.verify import StoreCheck, check_rows
 from podium.signing import KeyPair, sign_document
 from schemas.validate import validate
 
@@ -153,6 +156,17 @@ def make_report(
 def make_record(keypair: KeyPair, **kwargs: Any) -> dict[str, Any]:
     """The signed record of ``make_report(keypair, **kwargs)``."""
     return record_from_report(make_report(keypair, **kwargs), keypair)
+
+
+def trusting(keypair: KeyPair) -> Trust:
+    """A viewer's trust in ``keypair``'s public key alone, for any challenge."""
+    return Trust((TrustedKey(keypair.key_id, keypair.public_key, "test"),))
+
+
+def checked(records: list[dict[str, Any]], keypair: KeyPair) -> StoreCheck:
+    """``records`` checked against ``keypair``'s public key, as the views check them."""
+    raw = [RawRecord(record_path(r), record_bytes(r)) for r in records]
+    return check_rows(raw, trusting(keypair))
 
 
 def seeded_records(keypair: KeyPair) -> list[dict[str, Any]]:

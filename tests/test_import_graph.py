@@ -13,10 +13,14 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("podium", "schemas", "submission", "verifier", "leaderboard", "engines")
 
-#: what each layer may import (besides itself); ``podium.cli`` wires everything
+#: what each layer may import (besides itself). ``podium`` is the base every package uses
+#: (errors, canonical JSON, signing, the Hub): it imports no package and not the CLI.
+#: ``podium.cli`` is the top floor: it wires everything, and nothing imports it.
 ALLOWED: dict[str, set[str]] = {
     "podium": set(),
     "schemas": {"podium"},
@@ -26,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "engines": set(),
     "podium.cli": set(PACKAGES),
 }
+LAYERS = (*PACKAGES, "podium.cli")
 
 
 def modules() -> dict[str, Path]:
@@ -166,17 +171,67 @@ def test_no_package_imports_itself_back_through_others() -> None:
     assert found == [], "package cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """``a imports b`` for every edge between layers that ``ALLOWED`` does not allow."""
+    return sorted(
+        f"{a} imports {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if layer(b) != layer(a) and layer(b) not in ALLOWED[layer(a)]
+    )
+
+
 def test_packages_depend_one_way() -> None:
+    assert layer_violations(edges(modules())) == []
+
+
+def test_the_base_imports_neither_the_cli_nor_any_package() -> None:
+    """Every ``podium.*`` module outside ``podium.cli`` stands below the packages and the CLI."""
+    graph = edges(modules())
+    base = {m for m in graph if layer(m) == "podium"}
+    assert "podium.errors" in base and "podium.cli.app" not in base
+    above = sorted(f"{a} imports {b}" for a in base for b in graph[a] if layer(b) != "podium")
+    assert above == []
+    assert ALLOWED["podium"] == set()
+
+
+def test_nothing_imports_the_cli_but_the_cli() -> None:
+    assert all("podium.cli" not in ALLOWED[name] for name in PACKAGES)
+
+
+def test_the_participant_side_and_the_board_never_import_the_verifier() -> None:
+    assert "verifier" not in ALLOWED["submission"] | ALLOWED["leaderboard"]
+    graph = edges(modules())
     wrong = sorted(
         f"{a} imports {b}"
-        for a, targets in edges(modules()).items()
+        for a, targets in graph.items()
+        if layer(a) in ("submission", "leaderboard")
         for b in targets
-        if layer(b) != layer(a)
-        and layer(b) not in ALLOWED[layer(a)]
-        and layer(a) != "podium.cli"
-        and not (layer(a) == "podium" and layer(b) == "podium.cli")
+        if layer(b) == "verifier"
     )
     assert wrong == []
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("podium.errors", "podium.cli.output"),  # the base reaching up to the CLI
+        ("podium.hub", "leaderboard.stores"),  # the base reaching up to a package
+        ("podium", "schemas.challenge"),  # the package's own __init__ is the base too
+        ("submission.bundle", "verifier.pipeline"),
+        ("leaderboard.publish", "verifier.report"),
+        ("verifier.pipeline", "podium.cli.verify_cmd"),
+    ],
+)
+def test_the_layer_rule_catches_an_edge_that_runs_up(importer: str, imported: str) -> None:
+    """The rule itself: each of these edges, planted in a graph, is reported."""
+    assert layer_violations({importer: {imported}}) == [f"{importer} imports {imported}"]
+
+
+def test_the_layer_rule_lets_the_cli_wire_everything() -> None:
+    graph = {"podium.cli.app": {f"{p}.x" if p != "podium" else "podium.errors" for p in PACKAGES}}
+    assert layer_violations(graph) == []
+    assert set(LAYERS) == set(ALLOWED)
 
 
 def test_the_graph_reader_sees_a_cycle_and_a_lazy_import(tmp_path: Path) -> None:

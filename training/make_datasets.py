@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     window_ppl = perplexity(
         load_model(args.model, sliding_window=DEGRADED_SLIDING_WINDOW), ppl_heldout
     )
-    from engines.baseline.model import round_per_tensor
+    from engines.baseline.load import round_per_tensor
 
     rounded_ppl = {}
     for bits in (8, 4):

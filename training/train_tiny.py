@@ -106,7 +106,7 @@ def heldout_loss(model: Any, tokenizer: Any, chapters: list[kjv_corpus.Chapter])
     return total / count
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -118,10 +118,89 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--log-every", type=int, default=50)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def lr_at(step: int, args: argparse.Namespace) -> float:
+    """A linear warm-up over ``--warmup`` steps, then a cosine decay to a tenth of ``--lr``."""
+    if step < args.warmup:
+        return float(args.lr * (step + 1) / args.warmup)
+    progress = (step - args.warmup) / max(1, args.steps - args.warmup)
+    return float(args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))))
+
+
+def optimiser(model: Any, lr: float) -> Any:
+    """AdamW, weight decay on the matrices only."""
+    import torch
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
+    )
+
+
+def train(model: Any, optim: Any, docs: list[list[int]], args: argparse.Namespace) -> int:
+    """``--steps`` updates over the packed documents, epoch after epoch; the epochs started."""
+    import torch
+
+    start = time.monotonic()
+    step, epoch, running = 0, 0, 0.0
+    while step < args.steps:
+        for batch in batches(docs, args.batch_size, args.seed, epoch):
+            if step >= args.steps:
+                break
+            x = torch.tensor(batch)
+            for group in optim.param_groups:
+                group["lr"] = lr_at(step, args)
+            logits = model(input_ids=x[:, :-1]).logits
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(), x[:, 1:].reshape(-1)
+            )
+            optim.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optim.step()
+            running += loss.item()
+            step += 1
+            if step % args.log_every == 0:
+                elapsed = time.monotonic() - start
+                print(
+                    f"step {step} epoch {epoch} loss {running / args.log_every:.3f} "
+                    f"lr {lr_at(step, args):.2e} elapsed {elapsed:.0f}s",
+                    flush=True,
+                )
+                running = 0.0
+        epoch += 1
+    return epoch
+
+
+def save(model: Any, tokenizer: Any, out: Path) -> None:
+    """The model, its config (``global_head_dim`` added), generation config and tokenizer."""
+    from transformers import GenerationConfig
+
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    config_path = out / "config.json"
+    saved = json.loads(config_path.read_text())
+    saved["global_head_dim"] = GLOBAL_HEAD_DIM
+    config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+    GenerationConfig(
+        bos_token_id=tiny_tokenizer.BOS_ID,
+        eos_token_id=[tiny_tokenizer.EOS_ID, tiny_tokenizer.END_OF_TURN_ID],
+        pad_token_id=tiny_tokenizer.PAD_ID,
+        do_sample=False,
+    ).save_pretrained(str(out))
+    tiny_tokenizer.save_pretrained(tokenizer, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     import torch
-    from transformers import Gemma4ForCausalLM, GenerationConfig
+    from transformers import Gemma4ForCausalLM
 
     random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -139,66 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters: {n_params}", flush=True)
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    optim = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr,
-        betas=(0.9, 0.95),
-    )
-
-    def lr_at(step: int) -> float:
-        if step < args.warmup:
-            return args.lr * (step + 1) / args.warmup
-        progress = (step - args.warmup) / max(1, args.steps - args.warmup)
-        return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
-
+    optim = optimiser(model, args.lr)
     start = time.monotonic()
-    step, epoch, running = 0, 0, 0.0
-    while step < args.steps:
-        for batch in batches(docs, args.batch_size, args.seed, epoch):
-            if step >= args.steps:
-                break
-            x = torch.tensor(batch)
-            for group in optim.param_groups:
-                group["lr"] = lr_at(step)
-            logits = model(input_ids=x[:, :-1]).logits
-            loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]).float(), x[:, 1:].reshape(-1)
-            )
-            optim.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optim.step()
-            running += loss.item()
-            step += 1
-            if step % args.log_every == 0:
-                elapsed = time.monotonic() - start
-                print(
-                    f"step {step} epoch {epoch} loss {running / args.log_every:.3f} "
-                    f"lr {lr_at(step):.2e} elapsed {elapsed:.0f}s",
-                    flush=True,
-                )
-                running = 0.0
-        epoch += 1
+    epoch = train(model, optim, docs, args)
     train_seconds = time.monotonic() - start
 
     ho = heldout_loss(model, tokenizer, heldout_chapters)
     print(f"held-out loss {ho:.4f} ppl {math.exp(ho):.2f}; {train_seconds:.0f}s", flush=True)
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(args.out))
-    config_path = args.out / "config.json"
-    saved = json.loads(config_path.read_text())
-    saved["global_head_dim"] = GLOBAL_HEAD_DIM
-    config_path.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
-    GenerationConfig(
-        bos_token_id=tiny_tokenizer.BOS_ID,
-        eos_token_id=[tiny_tokenizer.EOS_ID, tiny_tokenizer.END_OF_TURN_ID],
-        pad_token_id=tiny_tokenizer.PAD_ID,
-        do_sample=False,
-    ).save_pretrained(str(args.out))
-    tiny_tokenizer.save_pretrained(tokenizer, args.out)
+    save(model, tokenizer, args.out)
     summary = {
         "seed": args.seed,
         "steps": args.steps,

@@ -8,7 +8,7 @@ are judged against:
 
 - ``budget`` (the default): the **pinned model itself**, whatever the entry declares.
   The decode may be as lossy as an honest model at the PPL cap, no more, and that
-  allowance comes from the spec alone (``verifier.checks.reference``), so a declared
+  allowance comes from the spec alone (``verifier.checks.budget``), so a declared
   window, dtype or quantisation changes neither the reference nor any bound. The
   declared lossy knobs are recorded (``declared``), for the reader.
 - ``identity``: the **declared model**, as far as the reference reproduces it exactly

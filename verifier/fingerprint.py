@@ -2,8 +2,9 @@
 
 GPUs are read through NVML (``nvidia-ml-py``, module ``pynvml``) when it is installed
 and a driver answers; the GPU name is compared to the spec's by exact equality ("NVIDIA
-A10" and "NVIDIA A100" are other cards). Off-spec hardware may run, but its result is
-UNOFFICIAL. "Clean" is checked too: no other process may hold the GPU.
+A10" and "NVIDIA A100" are other cards) in ``verifier.checks.hardware``: off-spec
+hardware may run, but its result is UNOFFICIAL. "Clean" is judged there too, from the
+processes NVML lists: no other process may hold the GPU.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ from typing import Any
 from podium import __version__
 from podium.canonical import canonical_json, sha256_bytes
 from podium.version import toolkit_git_sha
-from schemas.challenge import Hardware
-from schemas.check_ids import ENV_GPU_BUSY, ENV_HARDWARE
-from schemas.findings import Finding
 
 
 def _optional_fields(pynvml: Any, h: Any) -> dict[str, Any]:
@@ -126,45 +124,3 @@ def take_fingerprint(docker_version: dict[str, Any] | None = None) -> Fingerprin
         "toolkit": {"name": "podium", "version": __version__, "git_sha": toolkit_git_sha()},
     }
     return Fingerprint(data=data, gpu_pids=pids)
-
-
-def hardware_findings(hardware: Hardware, fp: Fingerprint) -> tuple[bool, list[Finding]]:
-    """Is this the spec's hardware? Off-spec is an ``env.*`` warning: the run is UNOFFICIAL."""
-    if hardware.accelerator == "cpu":
-        return True, []
-    names = [g["name"] for g in fp.gpus]
-    if not names:
-        return False, [
-            Finding(
-                ENV_HARDWARE,
-                "warning",
-                f"no GPU found; the spec requires {hardware.describe()}: the result is UNOFFICIAL",
-                hint="run on the challenge's hardware for a VERIFIED result",
-            )
-        ]
-    wanted, count = hardware.gpu_name, hardware.gpu_count or 1
-    matching = [n for n in names if n == wanted]
-    if len(matching) < count:
-        return False, [
-            Finding(
-                ENV_HARDWARE,
-                "warning",
-                f"GPU is {names[0]!r}, not exactly {wanted!r}: the result is UNOFFICIAL",
-            )
-        ]
-    return True, []
-
-
-def clean_gpu_findings(fp: Fingerprint, *, own_pids: set[int] | None = None) -> list[Finding]:
-    """Another process holding the GPU makes the run unclean (and the numbers untrustworthy)."""
-    others = sorted(set(fp.gpu_pids) - (own_pids or set()))
-    if not others:
-        return []
-    return [
-        Finding(
-            ENV_GPU_BUSY,
-            "warning",
-            f"other processes hold the GPU (pids {others[:5]}): the machine is not clean",
-            hint="stop every GPU process before verifying",
-        )
-    ]

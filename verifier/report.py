@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,7 @@ from podium import __version__
 from podium.canonical import canonical_json, sha256_bytes
 from podium.fsutil import atomic_write
 from podium.signing import KeyPair, sign_document
+from podium.timestamps import now_iso
 from podium.version import toolkit_git_sha
 from schemas.challenge import ChallengeSpec
 from schemas.check_ids import declared
@@ -44,10 +44,6 @@ if TYPE_CHECKING:
     from verifier.fingerprint import Fingerprint
     from verifier.intake import Intake
     from verifier.runners.base import ImageFacts
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def json_safe(value: Any) -> Any:
@@ -209,7 +205,7 @@ def build_documents(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The report of ``run`` with ``verdict`` (validated, not yet signed) and the
     organizer's evidence behind it (which names the report's id)."""
-    evidence = build_evidence(run, verdict=verdict, finished=finished or now_iso())
+    evidence = build_evidence(run, verdict=verdict, finished=finished or now_iso(microseconds=True))
     doc = public_of(evidence, run.spec)
     evidence["report_id"] = doc["report_id"]
     return doc, evidence

@@ -21,6 +21,7 @@ from schemas.challenge import ChallengeSpec
 from schemas.check_ids import (
     PPL_CAP,
     REFERENCE_SELF_TEST,
+    SELF_CHECK_IGNORES,
     SPEC_CHECKS,
     TPS_REPRODUCTION,
     TPS_UNSTABLE,
@@ -56,6 +57,19 @@ def decide(
     return VERIFIED
 
 
+def counted(
+    checks: list[CheckResult], findings: list[Finding], *, self_check: bool
+) -> tuple[list[CheckResult], list[Finding]]:
+    """The checks and findings a verdict counts: all of them, but for a self-check, which
+    leaves out what ``SELF_CHECK_IGNORES`` names (they stay in its report)."""
+    if not self_check:
+        return checks, findings
+    return (
+        [c for c in checks if c.id not in SELF_CHECK_IGNORES],
+        [f for f in findings if f.check_id not in SELF_CHECK_IGNORES],
+    )
+
+
 def required_checks(spec: ChallengeSpec, *, reported_tps: float | None) -> set[str]:
     """The checks a VERIFIED result needs: PPL cap, stable TPS, each check the spec enables,
     and the reference's self-test wherever the reference judges."""
@@ -73,18 +87,3 @@ def required_checks(spec: ChallengeSpec, *, reported_tps: float | None) -> set[s
 def missing_checks(checks: list[CheckResult], required: set[str]) -> list[str]:
     passed = {c.id for c in checks if c.status == "pass"}
     return sorted(required - passed)
-
-
-def one_line_reason(verdict: str, findings: list[Finding], failure_message: str | None) -> str:
-    """The reason a human reads next to a result that is not VERIFIED."""
-    if verdict == FAILED and failure_message:
-        return failure_message.splitlines()[0][:200]
-    for f in findings:
-        if f.is_error:
-            return f.message[:200]
-    if verdict == UNOFFICIAL:
-        for f in findings:
-            if f.check_id.startswith("env."):
-                return f.message[:200]
-        return "not run on the official hardware and sandbox"
-    return ""

@@ -20,7 +20,8 @@ import sys
 
 from engines.baseline.app import serve
 from engines.baseline.config import read_config
-from engines.baseline.model import QUANTIZATIONS, BaselineEngine
+from engines.baseline.load import QUANTIZATIONS
+from engines.baseline.model import BaselineEngine
 
 
 def _engine_class(spec: str) -> type[BaselineEngine]:

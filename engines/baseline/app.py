@@ -6,9 +6,7 @@ SIGTERM or SIGINT); ``start_server`` runs the same server in a thread for tests.
 
 from __future__ import annotations
 
-import json
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 from engines.baseline.api import Api
 from engines.baseline.model import BaselineEngine
+from engines.baseline.self_test import report
 from engines.baseline.server import DEFAULT_MAX_BODY_BYTES, EngineServer
 
 
@@ -44,12 +43,7 @@ def build_server(
         max_model_len=max_model_len,
         **(engine_kwargs or {}),
     )
-    check = engine.attention_check
-    if check is not None:
-        print(f"attention self-test: {check.summary()}", file=sys.stderr, flush=True)
-    if self_test_report is not None:
-        document = check.to_dict() if check is not None else None
-        Path(self_test_report).write_text(json.dumps(document), encoding="utf-8")
+    report(engine.attention_check, self_test_report)
     name = served_model_name or Path(model_path).name
     return EngineServer(Api(engine, name), host, port, max_body_bytes=max_body_bytes, quiet=quiet)
 

@@ -13,8 +13,8 @@ kernel choice), on the same device and dtype, over the lengths that matter for t
 model's sliding window and the kernels' tiles (``test_lengths``): on CUDA prefills of
 1 to 3 tokens, of kT - 1 .. kT + 1 for the 64-token tile and k up to 3 (the fault's own
 lengths), of kW - 1 .. kW + 1 for k up to ``MULTIPLES``, and of each power of two and its
-neighbours up to two windows (27 lengths at the E4B's window of 512, where the former set
-of 44 through all 42 layers cost 25.7 s on an H200: docs/benchmarks.md); on the CPU,
+neighbours up to two windows (27 lengths at the E4B's window of 512; docs/benchmarks.md,
+section 8, has what they cost on an H200 beside the former set of 44); on the CPU,
 whose kernels agreed with eager at every length measured, a smoke set around W + 1 and
 2W + 1. Longer passes (a long prompt's prefill, a scoring chunk after a cache) are not
 tested.

@@ -22,7 +22,10 @@ Hook methods (override them in a subclass; adversarial test engines do exactly t
   returns a ``Generation`` whose ``steps`` yield ``TokenStep``s. Override to replace the
   whole decode (replayed answers, early stops).
 
-Tensors never leave this module: callers see token ids, floats and ``TokenLogprob``.
+Tensors never leave the engine (this module and ``engines.baseline.batch``, which scores
+several prompts in one batch): callers see token ids, floats and ``TokenLogprob``
+(``engines.baseline.generation``). Loading the checkpoint is ``engines.baseline.load``;
+the attention self-test run as the engine loads is ``engines.baseline.self_test``.
 
 ``cancel()`` ends the work in flight: once it is called (it sets the ``cancelled``
 event), the next chunk of a prompt or the next generated token raises ``Cancelled``,
@@ -32,20 +35,30 @@ until ``resume()``. Whoever owns the engine cancels when no answer is wanted any
 
 from __future__ import annotations
 
-import inspect
 import secrets
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engines.baseline.protocol import SamplingDefaults, SamplingParams
+from engines.baseline.batch import prefill_batch
+from engines.baseline.generation import (
+    Generation,
+    PositionLogprobs,
+    Prefill,
+    TokenLogprob,
+    TokenStep,
+)
+from engines.baseline.load import load_checkpoint
+from engines.baseline.protocol import SamplingParams
+from engines.baseline.self_test import prove
 
 if TYPE_CHECKING:
     import torch
 
     from engines.baseline.attention import AttentionCheck
+
+__all__ = ["BaselineEngine", "Cancelled"]
 
 #: Float32 logit cells (positions x vocabulary) materialised at once when scoring a prompt.
 LOGIT_CELLS_PER_CHUNK = 1 << 26
@@ -53,115 +66,8 @@ LOGIT_CELLS_PER_CHUNK = 1 << 26
 BATCH_TOKENS = 4096
 
 
-class AttentionError(ValueError):
-    """No attention path of this model computes correctly on this device and dtype."""
-
-
 class Cancelled(RuntimeError):
     """The engine's owner cancelled the work in flight (``BaselineEngine.cancelled``)."""
-
-
-@dataclass(frozen=True)
-class TokenLogprob:
-    """One token's log-probability; ``rank`` 1 is the most likely token."""
-
-    token_id: int
-    logprob: float
-    rank: int
-
-
-@dataclass(frozen=True)
-class PositionLogprobs:
-    """Log-probabilities at one position: the actual (or chosen) token and the top-k."""
-
-    chosen: TokenLogprob
-    top: tuple[TokenLogprob, ...]
-
-
-@dataclass(frozen=True)
-class TokenStep:
-    """One generated token; ``finish_reason`` is set on the last one."""
-
-    token_id: int
-    logprobs: PositionLogprobs | None
-    finish_reason: str | None
-    stop_reason: int | None = None
-
-
-@dataclass
-class Prefill:
-    """The state after running the prompt."""
-
-    cache: Any
-    last_logits: torch.Tensor
-    prompt_logprobs: list[PositionLogprobs | None] | None = None
-
-
-@dataclass
-class Generation:
-    """A started generation: prompt logprobs are ready; iterate to produce tokens."""
-
-    prompt_ids: list[int]
-    prompt_logprobs: list[PositionLogprobs | None] | None
-    steps: Iterator[TokenStep]
-    output_ids: list[int] = field(default_factory=list)
-    finish_reason: str | None = None
-
-    def __iter__(self) -> Iterator[TokenStep]:
-        for step in self.steps:
-            self.output_ids.append(step.token_id)
-            self.finish_reason = step.finish_reason
-            yield step
-
-
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-#: weight rounding at load: name -> bits (signed integers, one scale per tensor)
-QUANTIZATIONS = {"int8": 8, "int4": 4}
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` is ``cuda`` when torch sees a GPU, else ``cpu``; other names pass through."""
-    import torch
-
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def _torch_dtype(dtype: str) -> Any:
-    """The torch dtype of a name in ``DTYPES`` (``auto`` is left to transformers)."""
-    import torch
-
-    if dtype not in DTYPES[1:]:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
-    return getattr(torch, dtype)
-
-
-def _as_id_set(value: Any) -> set[int]:
-    if value is None:
-        return set()
-    if isinstance(value, int):
-        return {value}
-    return {int(v) for v in value}
-
-
-def round_per_tensor(model: Any, bits: int) -> None:
-    """Round every weight matrix and embedding table to signed ``bits``-bit integers.
-
-    One scale per tensor: q = 2**(bits-1) - 1 (127 for int8, 7 for int4),
-    scale = max|w| / q, w <- round(w / scale) * scale. Norm weights (1-d) are kept.
-    """
-    import torch
-
-    levels = 2 ** (bits - 1) - 1
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() >= 2:
-                scale = param.abs().max() / levels
-                param.copy_(torch.round(param / scale) * scale)
 
 
 class BaselineEngine:
@@ -181,9 +87,10 @@ class BaselineEngine:
         attention: str | None = None,
         self_test: bool | None = None,
     ) -> None:
-        """``device`` is one of ``DEVICES``, ``dtype`` one of ``DTYPES``: ``auto`` takes
-        the GPU when there is one, and the checkpoint's own dtype. ``sliding_window``
-        replaces the checkpoint's local attention window (a lossy lever the rules allow);
+        """``device`` is one of ``DEVICES``, ``dtype`` one of ``DTYPES`` (both, and
+        ``QUANTIZATIONS``, in ``engines.baseline.load``): ``auto`` takes the GPU when
+        there is one, and the checkpoint's own dtype. ``sliding_window`` replaces the
+        checkpoint's local attention window (a lossy lever the rules allow);
         ``quantization`` (``QUANTIZATIONS``) rounds the weights at load. ``logit_cells``
         bounds the float32 logit cells (positions x vocabulary) one scoring chunk may hold
         (default ``LOGIT_CELLS_PER_CHUNK``, 256 MB); more cells, fewer and larger
@@ -192,65 +99,35 @@ class BaselineEngine:
         attention on this device before serving (``engines.baseline.attention``; None: on
         CUDA only), switches to eager where it is wrong, and raises ``AttentionError`` when
         no path holds. ``attention_check`` keeps what the test found."""
-        import torch
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
         self.model_path = Path(model_path)
         self.cancelled = threading.Event()
-        self.device = torch.device(resolve_device(device))
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
-        loaded = AutoConfig.from_pretrained(str(self.model_path))
-        if sliding_window is not None:
-            if sliding_window < 1:
-                raise ValueError(f"sliding_window must be at least 1, not {sliding_window}")
-            loaded.get_text_config().sliding_window = sliding_window
-        if quantization is not None and quantization not in QUANTIZATIONS:
-            raise ValueError(
-                f"quantization must be one of {', '.join(QUANTIZATIONS)}, not {quantization!r}"
-            )
-        model = AutoModelForCausalLM.from_pretrained(
-            str(self.model_path),
-            config=loaded,
-            dtype="auto" if dtype == "auto" else _torch_dtype(dtype),
+        loaded = load_checkpoint(
+            self.model_path,
+            device=device,
+            dtype=dtype,
+            max_model_len=max_model_len,
+            sliding_window=sliding_window,
+            quantization=quantization,
+            attention=attention,
         )
-        if quantization is not None:
-            round_per_tensor(model, QUANTIZATIONS[quantization])
-        self.sliding_window = int(getattr(loaded.get_text_config(), "sliding_window", 0) or 0)
+        self.device = loaded.device
+        self.tokenizer = loaded.tokenizer
+        self.model = loaded.model
+        self.sliding_window = loaded.sliding_window
         self.quantization = quantization
-        self.model = model.to(self.device)  # type: ignore[arg-type]
-        self.model.eval()
-        # transformers renamed ``past_key_values`` to ``cache`` (5.2x); take what is there
-        params = inspect.signature(self.model.forward).parameters
-        self._cache_arg = "cache" if "cache" in params else "past_key_values"
-        decoder_params = inspect.signature(self.model.get_decoder().forward).parameters
-        self._decoder_cache_arg = "cache" if "cache" in decoder_params else "past_key_values"
-        config = self.model.config.get_text_config()
-        self.vocab_size = int(config.vocab_size)
-        limit = int(getattr(config, "max_position_embeddings", 0) or 0) or None
-        self.max_model_len = max_model_len or limit or 4096
-        if limit is not None and self.max_model_len > limit:
-            raise ValueError(f"max_model_len {self.max_model_len} exceeds the model's {limit}")
+        self._cache_arg = loaded.cache_arg
+        self._decoder_cache_arg = loaded.decoder_cache_arg
+        self.vocab_size = loaded.vocab_size
+        self.max_model_len = loaded.max_model_len
         self.logprob_chunk_tokens = logprob_chunk_tokens or max(
             1, (logit_cells or LOGIT_CELLS_PER_CHUNK) // self.vocab_size
         )
         #: positions (all prompts of a batch together) one decoder pass of a batch runs
         self.batch_tokens = max(self.logprob_chunk_tokens, BATCH_TOKENS)
-        gen = self.model.generation_config
-        self.bos_token_id: int | None = self.tokenizer.bos_token_id
-        self.eos_token_ids = (
-            _as_id_set(self.tokenizer.eos_token_id)
-            | _as_id_set(gen.eos_token_id)
-            | _as_id_set(config.eos_token_id)
-        )
-        # vLLM takes default sampling from the model's generation_config.
-        self.sampling_defaults = SamplingDefaults(
-            temperature=float(gen.temperature) if gen.do_sample and gen.temperature else 1.0,
-            top_p=float(gen.top_p) if gen.do_sample and gen.top_p else 1.0,
-            top_k=int(gen.top_k) if gen.do_sample and gen.top_k else 0,
-        )
+        self.bos_token_id: int | None = loaded.bos_token_id
+        self.eos_token_ids = loaded.eos_token_ids
+        self.sampling_defaults = loaded.sampling_defaults
         self._token_text: dict[int, str] = {}
-        if attention is not None:
-            self.model.set_attn_implementation(attention)
         self.attention_check: AttentionCheck | None = None
         if self_test if self_test is not None else self.device.type == "cuda":
             self.attention_check = self.prove_attention()
@@ -258,23 +135,14 @@ class BaselineEngine:
     def prove_attention(self) -> AttentionCheck:
         """Test the attention path against eager on this device (switching to eager where
         it is wrong); ``AttentionError`` when even eager fails its own test."""
-        from engines.baseline.attention import verify_attention
-
-        serving = str(getattr(self.model.config, "_attn_implementation", None) or "sdpa")
-        check = verify_attention(
+        return prove(
             self.model,
-            implementation=serving,
             cache_arg=self._cache_arg,
             window=self.sliding_window,
             max_len=self.max_model_len,
             vocab_size=self.vocab_size,
-            dtype=str(next(self.model.parameters()).dtype).removeprefix("torch."),
             device=self.device,
-            dense=self.device.type == "cuda",  # where kernels were seen wrong; cheap there
         )
-        if not check.ok:
-            raise AttentionError(check.summary())
-        return check
 
     # -- text ----------------------------------------------------------------------------
 
@@ -359,81 +227,10 @@ class BaselineEngine:
         return Prefill(cache, last, entries)
 
     def prefill_batch(self, prompts: list[list[int]], prompt_logprobs: int) -> list[Prefill]:
-        """Score several prompts in one padded batch; what ``prefill`` gives for each.
-
-        The prompts are padded on the right: in a causal model a real token never attends
-        to a pad after it, so every real position computes what it computes alone (up to
-        the last bits of float addition order). The decoder runs chunks of up to
-        ``batch_tokens`` positions (all prompts together) through the KV cache and keeps
-        only its hidden states; the output head then turns the rows that are scored into
-        logits ``logprob_chunk_tokens`` rows at a time, so the full-vocabulary logits of a
-        large batch never exist at once. The prefills carry no cache: they serve answers of
-        one token (a scoring request's ``max_tokens: 1``).
-        """
-        import torch
-
-        if not prompts or any(not p for p in prompts):
-            raise ValueError("every prompt of a batch needs at least one token")
-        width = max(len(p) for p in prompts)
-        ids = torch.zeros((len(prompts), width), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, : len(p)] = torch.tensor(p, dtype=torch.long)
-        step = max(1, self.batch_tokens // len(prompts))
-        entries: list[list[PositionLogprobs | None]] = [[None] for _ in prompts]
-        last: list[torch.Tensor | None] = [None] * len(prompts)
-        cache = None
-        previous: torch.Tensor | None = None  # each sequence's hidden row before this chunk
-        for start in range(0, width, step):
-            self.go_on()
-            hidden, cache = self.hidden_rows(ids[:, start : start + step], cache)
-            span = hidden.shape[1]
-            full = hidden if previous is None else torch.cat([previous[:, None], hidden], 1)
-            offset = start if previous is None else start - 1  # position of full[:, 0]
-            for i, p in enumerate(prompts):
-                first, end = max(start, 1), min(start + span, len(p))
-                if first < end:  # the row of position t - 1 predicts the token at t
-                    rows = full[i, first - 1 - offset : end - 1 - offset]
-                    targets = ids[i, first:end]
-                    for j in range(0, len(rows), self.logprob_chunk_tokens):
-                        part = slice(j, j + self.logprob_chunk_tokens)
-                        with torch.inference_mode():
-                            logprobs = torch.log_softmax(self.head(rows[part]), dim=-1)
-                        entries[i].extend(
-                            self.prompt_logprobs_from_logits(
-                                logprobs, targets[part], prompt_logprobs
-                            )
-                        )
-                if start <= len(p) - 1 < start + span:
-                    last[i] = self.head(hidden[i, len(p) - 1 - start][None])[0]
-            previous = hidden[:, -1]
-        out = []
-        for row, scored_entries in zip(last, entries, strict=True):
-            assert row is not None
-            out.append(Prefill(None, row, scored_entries))
-        return out
-
-    def hidden_rows(self, ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
-        """The decoder's last hidden states of a batch ``ids`` (b x n) after ``cache``."""
-        import torch
-
-        decoder = self.model.get_decoder()
-        kwargs = {self._decoder_cache_arg: cache}
-        with torch.inference_mode():
-            out = decoder(input_ids=ids.to(self.device), use_cache=True, **kwargs)
-        new_cache = getattr(out, "cache", None)
-        return out.last_hidden_state, out.past_key_values if new_cache is None else new_cache
-
-    def head(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Float32 logits of hidden rows (n x hidden): the output head, and the final
-        logit soft-cap where the model has one, as the model's own forward applies them."""
-        import torch
-
-        with torch.inference_mode():
-            logits = self.model.get_output_embeddings()(hidden)
-            cap = getattr(self.model.config.get_text_config(), "final_logit_softcapping", None)
-            if cap:
-                logits = torch.tanh(logits / cap) * cap
-        return logits.float()
+        """Score several prompts in one padded batch; what ``prefill`` gives for each
+        (``engines.baseline.batch``). The prefills carry no cache: they serve answers of
+        one token (a scoring request's ``max_tokens: 1``)."""
+        return prefill_batch(self, prompts, prompt_logprobs)
 
     def start_batch(
         self, prompts: list[list[int]], sampling: SamplingParams, prompt_logprobs: int

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from engines.baseline.model import PositionLogprobs, TokenLogprob
+from engines.baseline.generation import PositionLogprobs, TokenLogprob
 
 TokenText = Callable[[int], str]
 

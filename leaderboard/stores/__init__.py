@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from podium.errors import UsageError
 from podium.urls import locate, resolve_url
 
 from .base import PublishResult, RawRecord, Store, record_path
@@ -28,6 +29,7 @@ __all__ = [
     "PublishResult",
     "RawRecord",
     "Store",
+    "open_existing_store",
     "open_store",
     "record_path",
     "resolve_store_url",
@@ -44,6 +46,27 @@ def open_store(url: str | None = None) -> Store:
     if isinstance(where, Path):
         return LocalStore(where)
     return _open_hub(where)
+
+
+def open_existing_store(url: str | None = None) -> Store:
+    """A store to read from: a folder that does not exist, or is not a store, is an error."""
+    store = open_store(url)
+    if isinstance(store, LocalStore):
+        root = store.root
+        hint = (
+            "pass --store with a store folder or hf://datasets/ORG/NAME; "
+            "`podium verify BUNDLE --key KEY --publish DIR` creates one"
+        )
+        if not root.exists():
+            raise UsageError(
+                f"no leaderboard store at {resolve_store_url(url)}: no such folder", hint=hint
+            )
+        if not root.is_dir() or not any((root / p).exists() for p in ("README.md", "records")):
+            raise UsageError(
+                f"{resolve_store_url(url)} is not a leaderboard store (no README.md, no records/)",
+                hint=hint,
+            )
+    return store
 
 
 def _open_hub(parsed: DatasetURL) -> Store:

@@ -168,6 +168,18 @@ def record_files(records: list[dict[str, Any]]) -> dict[str, bytes]:
     return {path: record_bytes(rec) for path, rec in check_publishable(records)}
 
 
+def by_record_id(done: PublishResult) -> PublishResult:
+    """``done``, what ``append`` did with the record files (by path), by record id."""
+
+    def rid(path: str) -> str:
+        return path.rsplit("/", 1)[1].removesuffix(".json")
+
+    return PublishResult(
+        added=[rid(p) for p in done.added],
+        already_present=[rid(p) for p in done.already_present],
+    )
+
+
 def bundle_sha(name: str) -> str | None:
     """The sha256 a file name ``<sha256>.tar.gz`` under ``bundles/`` claims, or None."""
     stem = name.removesuffix(".tar.gz")

@@ -91,12 +91,7 @@ class HubStore:
         files = base.record_files(records)
         if not files:
             return PublishResult()
-        done = self.append(files, signer)
-        ids = {path: path.rsplit("/", 1)[1].removesuffix(".json") for path in files}
-        return PublishResult(
-            added=[ids[p] for p in done.added],
-            already_present=[ids[p] for p in done.already_present],
-        )
+        return base.by_record_id(self.append(files, signer))
 
     def append(self, files: dict[str, bytes], signer: HeadMaker) -> PublishResult:
         """Commit the documents ``files`` the head does not list yet and the next head."""

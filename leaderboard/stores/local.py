@@ -29,6 +29,7 @@ from .base import (
     RawRecord,
     Snapshot,
     bundle_sha,
+    by_record_id,
     document_dirs,
     find_record,
     gc_paused,
@@ -111,13 +112,7 @@ class LocalStore:
 
     def publish(self, records: list[dict[str, Any]], signer: HeadMaker) -> PublishResult:
         """Store each record not yet listed in the head, then the next head."""
-        files = record_files(records)
-        done = self.append(files, signer)
-        ids = {path: path.rsplit("/", 1)[1].removesuffix(".json") for path in files}
-        return PublishResult(
-            added=[ids[p] for p in done.added],
-            already_present=[ids[p] for p in done.already_present],
-        )
+        return by_record_id(self.append(record_files(records), signer))
 
     def append(self, files: dict[str, bytes], signer: HeadMaker) -> PublishResult:
         """Write the documents ``files`` (path -> bytes) the head does not list yet, and a

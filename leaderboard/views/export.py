@@ -18,6 +18,8 @@ from podium.errors import UsageError
 from podium.extras import require
 
 FORMATS = ("csv", "parquet", "json")
+#: the format each file extension names
+SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json"}
 
 COLUMNS: list[tuple[str, str]] = [
     ("record_id", "string"),
@@ -49,6 +51,29 @@ COLUMNS: list[tuple[str, str]] = [
     ("key_id", "string"),
     ("record_json", "string"),
 ]
+
+
+def format_of(out: Path, fmt: str | None) -> str:
+    """The format ``out``'s extension names; a ``fmt`` (``--format``) that disagrees is
+    refused, and one is needed only when the extension names none."""
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(
+            f"unknown export format {fmt!r} (--format)", hint=f"choose one of: {', '.join(FORMATS)}"
+        )
+    by_suffix = SUFFIXES.get(out.suffix.lower())
+    if by_suffix is None:
+        if fmt is not None:
+            return fmt
+        raise UsageError(
+            f"cannot tell the format of {out} from its extension {out.suffix or '(none)'!r}",
+            hint="name it .csv, .parquet or .json, or pass --format",
+        )
+    if fmt is not None and fmt != by_suffix:
+        raise UsageError(
+            f"--format {fmt} disagrees with {out}'s extension ({out.suffix}: {by_suffix})",
+            hint=f"name the file .{fmt} or leave out --format",
+        )
+    return by_suffix
 
 
 def flat_row(rec: dict[str, Any]) -> dict[str, Any]:

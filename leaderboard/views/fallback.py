@@ -56,90 +56,112 @@ def _table(caption: str, head: list[str], rows: list[str], css: str) -> str:
     )
 
 
+def _set_warnings(problems: list[dict[str, Any]]) -> str:
+    """The set check's problems as a list, each tagged with its kind."""
+    items = "".join(
+        f'<li data-kind="{escape(p["kind"], quote=True)}">{_text(p["message"])}</li>'
+        for p in problems
+    )
+    return f'<ul class="fallback-set-warnings">{items}</ul>'
+
+
+def _ranked_table(challenge: str, board: dict[str, Any], by_id: dict[Any, dict[str, Any]]) -> str:
+    """A challenge's ranked entries (each by its first run's record), by median TPS."""
+    rows = []
+    for e in board.get("best") or []:
+        rec = by_id.get(e["runs"][0]) if e.get("runs") else None
+        if rec is None:
+            continue
+        m = rec.get("metrics") or {}
+        rank = ("=" if e.get("tied") else "") + str(e.get("rank"))
+        rows.append(
+            "<tr>"
+            + _cell(rank)
+            + _cell(rec.get("team"))
+            + _cell(rec.get("entry"))
+            + _num(e.get("tps"), 1)
+            + _num(m.get("ppl"), 3)
+            + _cell(str(rec.get("verified_at", ""))[:10])
+            + _link(rec)
+            + "</tr>"
+        )
+    return _table(
+        f"{challenge}: VERIFIED, by median TPS",
+        ["#", "team", "entry", "TPS", "PPL", "date", "record"],
+        rows,
+        "fallback-ranked",
+    )
+
+
+def _others_table(
+    challenge: str, board: dict[str, Any], by_id: dict[Any, dict[str, Any]]
+) -> str | None:
+    """A challenge's rows not ranked, with their verdicts; None when there are none."""
+    others = [by_id[i] for i in board.get("others") or [] if i in by_id]
+    rows = [
+        "<tr>"
+        + "".join(_cell(r.get(k)) for k in ("verdict", "team", "entry", "reason"))
+        + _cell(str(r.get("verified_at", ""))[:10])
+        + _link(r)
+        + "</tr>"
+        for r in others
+    ]
+    if not rows:
+        return None
+    return _table(
+        f"{challenge}: not ranked",
+        ["verdict", "team", "entry", "reason", "date", "record"],
+        rows,
+        "fallback-others",
+    )
+
+
+def _withdrawn_table(gone: list[dict[str, Any]]) -> str:
+    """The withdrawn entries, with the reason and date of each withdrawal."""
+    rows = [
+        "<tr>"
+        + "".join(_cell(w.get(k)) for k in ("team", "entry", "reason"))
+        + _cell(str(w.get("withdrawn_at", ""))[:10])
+        + "</tr>"
+        for w in gone
+    ]
+    return _table("Withdrawn", ["team", "entry", "reason", "withdrawn"], rows, "fallback-gone")
+
+
+def _unverified_table(bad: list[dict[str, Any]]) -> str:
+    """The documents that did not verify: what failed and where, never their numbers."""
+    rows = [
+        "<tr>"
+        + "".join(_cell(b.get(k) or "?") for k in ("kind", "team", "entry", "problem", "path"))
+        + "</tr>"
+        for b in bad
+    ]
+    return _table(
+        "Unverified (not ranked, numbers not shown)",
+        ["problem", "team", "entry", "reason", "file"],
+        rows,
+        "fallback-bad",
+    )
+
+
 def fallback_html(doc: dict[str, Any]) -> str:
     """The ``<noscript>`` block for ``doc`` (``leaderboard.views.web.records_document``)."""
     by_id = {r.get("record_id"): r for r in doc.get("records") or []}
     parts = [f'<p class="fallback-trust">{_text(doc.get("summary", ""))}</p>']
     problems = doc.get("set_problems") or []
     if problems:
-        items = "".join(
-            f'<li data-kind="{escape(p["kind"], quote=True)}">{_text(p["message"])}</li>'
-            for p in problems
-        )
-        parts.append(f'<ul class="fallback-set-warnings">{items}</ul>')
+        parts.append(_set_warnings(problems))
     for challenge, board in sorted((doc.get("boards") or {}).items()):
-        rows = []
-        for e in board.get("best") or []:
-            rec = by_id.get(e["runs"][0]) if e.get("runs") else None
-            if rec is None:
-                continue
-            m = rec.get("metrics") or {}
-            rank = ("=" if e.get("tied") else "") + str(e.get("rank"))
-            rows.append(
-                "<tr>"
-                + _cell(rank)
-                + _cell(rec.get("team"))
-                + _cell(rec.get("entry"))
-                + _num(e.get("tps"), 1)
-                + _num(m.get("ppl"), 3)
-                + _cell(str(rec.get("verified_at", ""))[:10])
-                + _link(rec)
-                + "</tr>"
-            )
-        parts.append(
-            _table(
-                f"{challenge}: VERIFIED, by median TPS",
-                ["#", "team", "entry", "TPS", "PPL", "date", "record"],
-                rows,
-                "fallback-ranked",
-            )
-        )
-        others = [by_id[i] for i in board.get("others") or [] if i in by_id]
-        rows = [
-            "<tr>"
-            + "".join(_cell(r.get(k)) for k in ("verdict", "team", "entry", "reason"))
-            + _cell(str(r.get("verified_at", ""))[:10])
-            + _link(r)
-            + "</tr>"
-            for r in others
-        ]
-        if rows:
-            parts.append(
-                _table(
-                    f"{challenge}: not ranked",
-                    ["verdict", "team", "entry", "reason", "date", "record"],
-                    rows,
-                    "fallback-others",
-                )
-            )
+        parts.append(_ranked_table(challenge, board, by_id))
+        others = _others_table(challenge, board, by_id)
+        if others is not None:
+            parts.append(others)
     gone = doc.get("withdrawn") or []
     if gone:
-        rows = [
-            "<tr>"
-            + "".join(_cell(w.get(k)) for k in ("team", "entry", "reason"))
-            + _cell(str(w.get("withdrawn_at", ""))[:10])
-            + "</tr>"
-            for w in gone
-        ]
-        parts.append(
-            _table("Withdrawn", ["team", "entry", "reason", "withdrawn"], rows, "fallback-gone")
-        )
+        parts.append(_withdrawn_table(gone))
     bad = doc.get("unverified") or []
     if bad:
-        rows = [
-            "<tr>"
-            + "".join(_cell(b.get(k) or "?") for k in ("kind", "team", "entry", "problem", "path"))
-            + "</tr>"
-            for b in bad
-        ]
-        parts.append(
-            _table(
-                "Unverified (not ranked, numbers not shown)",
-                ["problem", "team", "entry", "reason", "file"],
-                rows,
-                "fallback-bad",
-            )
-        )
+        parts.append(_unverified_table(bad))
     return '<noscript><section id="fallback">' + "".join(parts) + "</section></noscript>"
 
 

@@ -15,7 +15,6 @@ import json
 import socket
 import threading
 import time
-from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
@@ -32,6 +31,7 @@ from leaderboard.verify import RowChecker, StoreCheck
 from leaderboard.views.board import boards_of
 from leaderboard.views.fallback import page_html
 from podium.errors import PodiumError, UsageError
+from podium.timestamps import now_iso
 
 STATIC_FILES = {
     "index.html": "text/html; charset=utf-8",
@@ -90,9 +90,8 @@ def records_document(check: StoreCheck, store: str) -> dict[str, Any]:
             "all": [_page_entry(r) for r in board.ranked],
             "others": [r.get("record_id") for r in board.others],
         }
-    generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
-        "generated_at": generated,
+        "generated_at": now_iso(),
         "store": store,
         "checked": check.checked,
         "summary": check.summary(),

@@ -18,6 +18,7 @@ from podium import __version__
 from podium.cli import (
     challenge_cmd,
     engine_cmd,
+    harness_cmd,
     keys_cmd,
     leaderboard_cmd,
     queue_cmd,
@@ -28,7 +29,7 @@ from podium.cli import (
     worker_cmd,
 )
 from podium.cli.conventions import HELP_OPTIONS, RoleGroup, apply
-from podium.cli.output import console, print_error, set_debug, set_json
+from podium.cli.output import console, print_error, set_json
 from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_USAGE, PodiumError, UsageError
 from podium.untrusted import clean
 
@@ -61,8 +62,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-#: every command module (``*_cmd``) mounts itself with ``register(root)``; `podium --help`
-#: lists them by role (``conventions.ROLES``)
+#: every top-level command module (``*_cmd``) mounts itself with ``register(root)``; a
+#: group's own modules are mounted by the group's (``submission_cmd``, ``leaderboard_cmd``);
+#: `podium --help` lists them by role (``conventions.ROLES``)
 COMMAND_MODULES = (
     challenge_cmd,
     schema_cmd,
@@ -74,6 +76,7 @@ COMMAND_MODULES = (
     leaderboard_cmd,
     queue_cmd,
     worker_cmd,
+    harness_cmd,
 )
 for _module in COMMAND_MODULES:
     _module.register(app)
@@ -97,7 +100,8 @@ def root(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
 ) -> None:
-    set_debug(debug)
+    # ``--debug`` is read by ``main`` before the line is parsed: it is accepted anywhere
+    del debug
 
 
 def _click_class(name: str) -> type[Exception]:
@@ -129,7 +133,6 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     args = [a for a in args if a != "--debug"]  # accepted anywhere on the line
     set_json("--json" in args)
-    set_debug(debug)
     try:
         rv = command().main(args=args, prog_name="podium", standalone_mode=False)
     except typer.Abort:

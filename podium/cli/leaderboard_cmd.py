@@ -2,6 +2,11 @@
 
 The store is a folder (default ``./leaderboard-data`` or ``$PODIUM_STORE``) or a Hub
 dataset (``hf://datasets/ORG/NAME``); both have the same layout.
+
+Here: the group and the commands that read a store (show, export, verify, serve,
+build-site), each checking every row and the whole set first. The organizer's commands
+that write one (publish, sign-head, withdraw, rotate-key) are in
+``leaderboard_publish_cmd``; the group mounts them all in the order its help lists them.
 """
 
 from __future__ import annotations
@@ -12,16 +17,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from podium.cli.options import (
-    JsonOpt,
-    KeyOpt,
-    StoreOpt,
-    complete_challenges,
-    require_signing_key,
+from podium.cli.leaderboard_publish_cmd import (
+    publish_cmd,
+    rotate_key_cmd,
+    sign_head_cmd,
+    withdraw_cmd,
 )
+from podium.cli.options import JsonOpt, StoreOpt, complete_challenges
 from podium.cli.output import console, emit, emit_line, set_json
 from podium.errors import EXIT_FINDINGS, UsageError
-from podium.signing import load_public_key
 from podium.untrusted import markup, text
 
 ChallengeOpt = Annotated[
@@ -34,6 +38,7 @@ ChallengeOpt = Annotated[
     ),
 ]
 
+
 PubkeyOpt = Annotated[
     list[Path] | None,
     typer.Option(
@@ -43,12 +48,14 @@ PubkeyOpt = Annotated[
         "keys the challenge spec pins; repeat for several. Never take it from the store.",
     ),
 ]
+
 NoSpecKeysOpt = Annotated[
     bool,
     typer.Option(
         "--no-spec-keys", help="Trust only the --pubkey keys, not those the challenge spec pins."
     ),
 ]
+
 NoVerifyOpt = Annotated[
     bool,
     typer.Option(
@@ -57,30 +64,8 @@ NoVerifyOpt = Annotated[
     ),
 ]
 
+
 app = typer.Typer(help="The leaderboard: records, stores, views.", no_args_is_help=True)
-
-
-def open_existing(url: str | None) -> Any:
-    """A store to read from: a folder that does not exist, or is not a store, is an error."""
-    from leaderboard.stores import LocalStore, open_store, resolve_store_url
-
-    store = open_store(url)
-    if isinstance(store, LocalStore):
-        root = store.root
-        hint = (
-            "pass --store with a store folder or hf://datasets/ORG/NAME; "
-            "`podium verify BUNDLE --key KEY --publish DIR` creates one"
-        )
-        if not root.exists():
-            raise UsageError(
-                f"no leaderboard store at {resolve_store_url(url)}: no such folder", hint=hint
-            )
-        if not root.is_dir() or not any((root / p).exists() for p in ("README.md", "records")):
-            raise UsageError(
-                f"{resolve_store_url(url)} is not a leaderboard store (no README.md, no records/)",
-                hint=hint,
-            )
-    return store
 
 
 def trust_of(pubkey: list[Path] | None, no_spec_keys: bool, no_verify: bool) -> Any:
@@ -105,14 +90,14 @@ def read_view(
     no_verify: bool,
 ) -> tuple[Any, Any]:
     """(the store, its rows checked): what every reading command starts from."""
+    from leaderboard.stores import open_existing_store
     from leaderboard.views.board import read_checked
 
     trust = trust_of(pubkey, no_spec_keys, no_verify)
-    st = open_existing(store)
+    st = open_existing_store(store)
     return st, read_checked(st, trust, challenge)
 
 
-@app.command("show")
 def show_cmd(
     store: StoreOpt = None,
     challenge: ChallengeOpt = None,
@@ -143,34 +128,6 @@ def show_cmd(
     emit(show_document(check, boards, st.url), lambda con: render(boards, con, check))
 
 
-EXPORT_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json"}
-
-
-def export_format(out: Path, fmt: str | None) -> str:
-    """The format ``out``'s extension names; a --format that disagrees is refused."""
-    from leaderboard.views.export import FORMATS
-
-    if fmt is not None and fmt not in FORMATS:
-        raise UsageError(
-            f"unknown export format {fmt!r} (--format)", hint=f"choose one of: {', '.join(FORMATS)}"
-        )
-    by_suffix = EXPORT_FORMATS.get(out.suffix.lower())
-    if by_suffix is None:
-        if fmt is not None:
-            return fmt
-        raise UsageError(
-            f"cannot tell the format of {out} from its extension {out.suffix or '(none)'!r}",
-            hint="name it .csv, .parquet or .json, or pass --format",
-        )
-    if fmt is not None and fmt != by_suffix:
-        raise UsageError(
-            f"--format {fmt} disagrees with {out}'s extension ({out.suffix}: {by_suffix})",
-            hint=f"name the file .{fmt} or leave out --format",
-        )
-    return by_suffix
-
-
-@app.command("export")
 def export_cmd(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="File to write; its extension names the format.")
@@ -196,10 +153,10 @@ def export_cmd(
     Example: podium leaderboard export --store ./leaderboard-data -o lb.parquet
     """
     from leaderboard.verify import count_rows
-    from leaderboard.views.export import export
+    from leaderboard.views.export import export, format_of
 
     set_json(json_out)
-    kind = export_format(out, fmt)
+    kind = format_of(out, fmt)
     st, check = read_view(store, None, pubkey, no_spec_keys, no_verify)
     count = export(check.records, kind, out)
     result = {
@@ -229,7 +186,6 @@ def export_cmd(
     emit(result, human)
 
 
-@app.command("verify")
 def verify_cmd(
     pubkey: PubkeyOpt = None,
     store: StoreOpt = None,
@@ -264,157 +220,6 @@ def verify_cmd(
         raise typer.Exit(EXIT_FINDINGS)
 
 
-@app.command("publish")
-def publish_cmd(
-    reports: Annotated[list[Path], typer.Argument(help="Signed report JSON files.")],
-    key: KeyOpt = None,
-    pubkey: Annotated[
-        Path | None,
-        typer.Option("--pubkey", help="Key the reports were signed with, if not --key."),
-    ] = None,
-    store: StoreOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Build signed records from signed reports and publish them (idempotent).
-
-    Example: podium leaderboard publish out/*/report.json --store ./lb --key organizer.pem
-    """
-    from leaderboard.publish import publish_reports
-    from leaderboard.stores import open_store
-    from schemas.validate import read_json
-
-    set_json(json_out)
-    keypair = require_signing_key(key)
-    public = load_public_key(pubkey) if pubkey else None
-    docs: list[dict[str, Any]] = []
-    for path in reports:
-        doc = read_json(path)
-        if not isinstance(doc, dict):
-            raise UsageError(f"{path} is not a report (not a JSON object)")
-        docs.append(doc)
-    done = publish_reports(docs, open_store(store), keypair, public_key=public)
-
-    def human(con: Console) -> None:
-        con.print(
-            f"{len(done.result.added)} added, {len(done.result.already_present)} already "
-            f"present in {markup(done.store)} (key {markup(done.key_id)})"
-        )
-        for r in done.records:
-            con.print(
-                text(
-                    f"  {r['record_id']} {r['verdict']:<10} {r['team']}/{r['entry']} {r['reason']}"
-                )
-            )
-        pub = markup(f"{key}.pub") if key else "KEYFILE.pub"
-        con.print(f"next: podium leaderboard show --store {markup(done.store)} --pubkey {pub}")
-
-    emit(done.to_dict(), human)
-
-
-@app.command("sign-head")
-def sign_head_cmd(key: KeyOpt = None, store: StoreOpt = None, json_out: JsonOpt = False) -> None:
-    """Sign the store's whole set again under a new version and time.
-
-    Run it at least as often as the spec's freshness bound (leaderboard.head_max_age_days)
-    when nothing new is published, so viewers can tell a quiet store from a frozen one; it
-    also gives a store made before heads existed its first head (the rows a trusted key
-    signed).
-
-    Example: podium leaderboard sign-head --store ./leaderboard-data --key organizer.pem
-    """
-    from leaderboard.publish import resign_head
-
-    set_json(json_out)
-    keypair = require_signing_key(key)
-    st = open_existing(store)
-    head = resign_head(st, keypair)
-    emit(
-        {"store": st.url, "head": head},
-        lambda con: con.print(
-            f"signed head v{head['version']} of {head['size']} documents at {head['made_at']} "
-            f"(key {markup(head['key_id'])})"
-        ),
-    )
-
-
-@app.command("withdraw")
-def withdraw_cmd(
-    record_id: Annotated[str, typer.Argument(help="The record_id of the published row.")],
-    reason: Annotated[
-        str, typer.Option("--reason", help="Why it no longer counts (shown on the board).")
-    ],
-    key: KeyOpt = None,
-    store: StoreOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Withdraw a published row (disqualified after publication) with a signed withdrawal.
-
-    The row is never deleted: the board shows it apart as WITHDRAWN, with the reason and
-    the date, and the store's signed head lists the withdrawal.
-
-    Example: podium leaderboard withdraw 3f2a9c... --reason "cached answers" --key org.pem
-    """
-    from leaderboard.publish import withdraw
-
-    set_json(json_out)
-    keypair = require_signing_key(key)
-    done = withdraw(open_existing(store), keypair, record_id, reason)
-    emit(
-        done,
-        lambda con: con.print(
-            text(
-                f"withdrew {done['team']}/{done['entry']} ({record_id}) at {done['withdrawn_at']}"
-                + ("" if done["added"] else " (already withdrawn)")
-            )
-        ),
-    )
-
-
-@app.command("rotate-key")
-def rotate_key_cmd(
-    new_key: Annotated[
-        Path, typer.Option("--new-key", help="The new organizer private key (PEM).")
-    ],
-    key: KeyOpt = None,
-    revoke: Annotated[
-        bool,
-        typer.Option(
-            "--revoke",
-            help="The old key was compromised: list every row it signed apart from now on.",
-        ),
-    ] = False,
-    reason: Annotated[str, typer.Option("--reason", help="Why (shown to viewers).")] = "",
-    store: StoreOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Hand the store over to a new organizer key, signed by the key it replaces (--key).
-
-    Viewers that trust the old key trust the new one from now on, for the same challenges;
-    rows the old key signed before stay verified unless --revoke. Publish with --new-key
-    from then on.
-
-    Example: podium leaderboard rotate-key --key old.pem --new-key new.pem --store ./lb
-    """
-    from leaderboard.publish import rotate_key
-    from podium.signing import load_private_key
-
-    set_json(json_out)
-    old = require_signing_key(key)
-    new = load_private_key(new_key)
-    if new.key_id == old.key_id:
-        raise UsageError(
-            "--new-key is the same key as --key", hint="make one: podium keys generate"
-        )
-    done = rotate_key(open_existing(store), old, new, revoked=revoke, reason=reason)
-    emit(
-        done,
-        lambda con: con.print(
-            f"key {markup(old.key_id)} -> {markup(new.key_id)} at {done['at']}"
-            + (" (old key REVOKED)" if revoke else "")
-        ),
-    )
-
-
 def port_number(value: str) -> int:
     """``--port``'s parser: a whole number from 0 to 65535, else a usage error naming it."""
     try:
@@ -426,7 +231,6 @@ def port_number(value: str) -> int:
     return port
 
 
-@app.command("serve")
 def serve_cmd(
     store: StoreOpt = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -450,11 +254,12 @@ def serve_cmd(
 
     Example: podium leaderboard serve --store ./leaderboard-data --port 7860
     """
+    from leaderboard.stores import open_existing_store
     from leaderboard.views.web import make_server
 
     set_json(json_out)
     trust = trust_of(pubkey, no_spec_keys, no_verify)
-    server = make_server(open_existing(store), host, port, trust=trust)
+    server = make_server(open_existing_store(store), host, port, trust=trust)
     bound_host, bound_port = server.server_address[:2]
     url = f"http://{bound_host!s}:{bound_port}/"
     if json_out:
@@ -472,7 +277,6 @@ def serve_cmd(
         server.server_close()
 
 
-@app.command("build-site")
 def build_site_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the site into.")],
     store: StoreOpt = None,
@@ -504,6 +308,20 @@ def _site_human(con: Console, check: Any, files: list[Path], out: Path) -> None:
     for problem in check.set_problems:
         con.print(text(problem.line(), style="bold red"))
     con.print(f"wrote {len(files)} files to {markup(out)}")
+
+
+for _name, _command in (
+    ("show", show_cmd),
+    ("export", export_cmd),
+    ("verify", verify_cmd),
+    ("publish", publish_cmd),
+    ("sign-head", sign_head_cmd),
+    ("withdraw", withdraw_cmd),
+    ("rotate-key", rotate_key_cmd),
+    ("serve", serve_cmd),
+    ("build-site", build_site_cmd),
+):
+    app.command(_name)(_command)
 
 
 def register(root: typer.Typer) -> None:

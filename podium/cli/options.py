@@ -11,6 +11,10 @@
                   a PEM file's path or the PEM text itself)
 --runner          where the engine runs (a choice that ``--help`` lists)
 --json            one JSON document on stdout, for machines
+
+and the options several commands share with one meaning (``--details``, ``--logs``,
+``--base-digest``), with the checks of arguments that name files (a submission
+directory, a bundle, a held-out set) made when a command runs.
 """
 
 from __future__ import annotations
@@ -31,6 +35,21 @@ ENV_KEY = "PODIUM_SIGNING_KEY"
 DEFAULT_CHALLENGE = "tiny"
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document for machines.")]
+DetailsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--details",
+        help="Every metric and check (stability, trials, reference checks...), not only the "
+        "verdict, TPS, PPL and the checks that did not pass.",
+    ),
+]
+LogsOpt = Annotated[bool, typer.Option("--logs", help="Stream the image build log.")]
+BaseDigestOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-digest", help="Pin the base image to this sha256:... without asking Docker."
+    ),
+]
 
 
 # -- completion of values (`podium --install-completion`): what each option accepts ------
@@ -141,6 +160,15 @@ def require_bundle(path: Path) -> Path:
     )
 
 
+def bundle_challenge(bundle: Path) -> str | None:
+    """The challenge id a bundle's manifest names; None when it cannot be read (intake
+    then rejects the bundle, with a report saying why)."""
+    from submission.safe_bundle import manifest_challenge
+
+    require_bundle(bundle)
+    return manifest_challenge(bundle)
+
+
 EntryArg = Annotated[
     Path,
     typer.Argument(
@@ -150,6 +178,22 @@ EntryArg = Annotated[
         show_default=False,
     ),
 ]
+
+
+HeldoutOpt = Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")]
+
+
+def require_engine_kind(engine: str | None) -> str | None:
+    """``--engine``: an engine kind, or not given."""
+    from schemas.engine_config import ENGINE_KINDS
+
+    if engine is not None and engine not in ENGINE_KINDS:
+        raise UsageError(
+            f"--engine {engine!r} is not an engine kind",
+            hint=f"choose one of: {', '.join(ENGINE_KINDS)}",
+            where="--engine",
+        )
+    return engine
 
 
 def require_heldout(heldout: str | None) -> str | None:
@@ -232,6 +276,12 @@ def load_named_challenge(name: str, source: str) -> ChallengeSpec:
 
 def resolve_challenge(given: str | None, named_by: str | None = None) -> ChallengeSpec:
     return load_named_challenge(*challenge_source(given, named_by))
+
+
+def given_challenge(name: str | None) -> ChallengeSpec | None:
+    """``--challenge`` when given; otherwise None (the library reads the one podium.toml
+    names)."""
+    return load_named_challenge(name, "--challenge") if name else None
 
 
 def signing_key(path: Path | None) -> KeyPair | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,7 @@ from podium.cli.fit import fit
 from podium.errors import PodiumError
 from podium.untrusted import markup
 
-_state: dict[str, bool] = {"json": False, "debug": False}
+_state: dict[str, bool] = {"json": False}
 
 
 class FittingConsole(Console):
@@ -54,14 +55,6 @@ def json_mode() -> bool:
     return _state["json"]
 
 
-def set_debug(enabled: bool) -> None:
-    _state["debug"] = enabled
-
-
-def debug_mode() -> bool:
-    return _state["debug"]
-
-
 def emit(
     data: Any, human: Callable[[Console], None] | None = None, *, as_json: bool = False
 ) -> None:
@@ -71,6 +64,11 @@ def emit(
         sys.stdout.flush()
         return
     human(console())
+
+
+def quoted(path: object) -> str:
+    """``path`` as a shell word, for a command line a person copies (``next: ...``)."""
+    return shlex.quote(str(path))
 
 
 def emit_line(data: Any) -> None:

@@ -1,11 +1,13 @@
-"""A live display of a verification for humans (silent with ``--json``).
+"""Live displays for humans (silent with ``--json``): a verification, an image build.
 
-On a terminal it shows a spinner per running stage and a bar for PPL records and TPS
-requests; elsewhere (CI logs, pipes) it prints one plain line per stage change.
+On a terminal ``RichEvents`` shows a spinner per running stage and a bar for PPL records
+and TPS requests; elsewhere (CI logs, pipes) it prints one plain line per stage change.
+``BuildProgress`` shows one status line while ``podium submission package`` builds.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -18,6 +20,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from podium.events import Events
 from podium.untrusted import markup, text
@@ -84,3 +87,30 @@ class RichEvents(Events):
     def log(self, line: str) -> None:
         if self.show_logs:
             self.console.print(text(line.rstrip(), "dim"))
+
+
+class BuildProgress:
+    """One status line while the image builds (``Step 3/9 : RUN ...``); the log goes to
+    a file, and to the screen only with ``--logs``."""
+
+    STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
+
+    def __init__(self, con: Console, *, show_logs: bool) -> None:
+        self.con, self.show_logs = con, show_logs
+        self.status: Any = None
+
+    def __enter__(self) -> BuildProgress:
+        if self.con.is_terminal and not self.show_logs:
+            self.status = self.con.status("packaging ...")
+            self.status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def line(self, line: str) -> None:
+        if self.show_logs:
+            self.con.print(text(line, "dim"))
+        elif self.status is not None and (m := self.STEP.match(line.strip())):
+            self.status.update(Text(f"building the image: step {m[1]}: {m[2][:60]}"))

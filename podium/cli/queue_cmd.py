@@ -11,7 +11,6 @@ from rich.table import Table
 
 from podium.cli.options import JsonOpt, QueueOpt
 from podium.cli.output import emit, set_json
-from podium.errors import UsageError
 from podium.untrusted import text
 
 app = typer.Typer(
@@ -29,23 +28,6 @@ Examples:
 """,
     no_args_is_help=True,
 )
-
-
-def existing_queue(url: str | None) -> Any:
-    """A queue to read or work from: a local folder that does not exist is an error (only
-    ``podium queue submit`` makes a new one)."""
-    from verifier.scale.queue.stores import LocalQueue, open_queue
-
-    queue = open_queue(url)
-    if isinstance(queue, LocalQueue) and not queue.root.is_dir():
-        what = "no such folder" if not queue.root.exists() else "not a folder"
-        raise UsageError(
-            f"no queue at {queue.root}: {what}",
-            hint="pass --queue with a queue folder or hf://datasets/ORG/NAME; "
-            "`podium queue submit BUNDLE --queue DIR` creates one",
-            where="--queue",
-        )
-    return queue
 
 
 COLUMNS = ("request_id", "state", "team", "entry", "attempts", "worker", "verdict", "updated_at")
@@ -92,6 +74,8 @@ def list_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """The requests, oldest first."""
+    from verifier.scale.resources import existing_queue
+
     set_json(json_out)
     store = existing_queue(queue)
     rows = [r.summary() for r in store.list_requests(state.upper() if state else None)]
@@ -105,6 +89,8 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """One request with its whole history."""
+    from verifier.scale.resources import existing_queue
+
     set_json(json_out)
     req = existing_queue(queue).get(request_id)
 
@@ -129,6 +115,8 @@ def cancel(
     json_out: JsonOpt = False,
 ) -> None:
     """Cancel a PENDING or RUNNING request (a running worker drops its result)."""
+    from verifier.scale.resources import existing_queue
+
     set_json(json_out)
     req = existing_queue(queue).cancel(request_id)
     emit(req.summary(), lambda con: con.print(text(f"{req.request_id} CANCELLED")))

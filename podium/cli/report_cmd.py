@@ -9,10 +9,9 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from podium.cli.options import JsonOpt
+from podium.cli.options import DetailsOpt, JsonOpt
 from podium.cli.output import emit, set_json
 from podium.cli.render import Signature, render_report
-from podium.cli.verify_cmd import DetailsOpt
 from podium.errors import EXIT_FINDINGS, SchemaError, SignatureError
 from podium.signing import load_public_key, verify_document
 from podium.untrusted import markup

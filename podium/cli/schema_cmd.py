@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,13 +13,14 @@ from podium.cli.options import (
     complete_challenges,
     complete_engine_kinds,
     complete_schema_kinds,
+    require_engine_kind,
     resolve_challenge,
 )
 from podium.cli.output import emit, set_json
-from podium.errors import EXIT_FINDINGS, SchemaError, UsageError
+from podium.errors import EXIT_FINDINGS, UsageError
 from podium.untrusted import markup, text
-from schemas.engine_config import ENGINE_KINDS, check_engine_config, key_lines, load_engine_config
-from schemas.validate import KINDS, load_schema, read_json, schema_kinds, validation_errors
+from schemas.engine_config import load_engine_config
+from schemas.validate import KINDS, load_schema, schema_kinds
 
 app = typer.Typer(help="JSON Schemas of podium's documents.", no_args_is_help=True)
 
@@ -99,6 +100,8 @@ def validate_cmd(
 
       podium schema validate challenge my-challenge.json --json
     """
+    from schemas.problems import document_problems, engine_config_problems, validation_result
+
     set_json(json_out)
     if kind not in KINDS:
         raise UsageError(
@@ -109,80 +112,33 @@ def validate_cmd(
     if kind == "engine-config":
         config = load_engine_config(file)
         spec = None if no_rules else resolve_challenge(challenge)
-        if engine is not None and engine not in ENGINE_KINDS:
-            raise UsageError(
-                f"--engine {engine!r} is not an engine kind",
-                hint=f"choose one of: {', '.join(ENGINE_KINDS)}",
-                where="--engine",
-            )
-        lines = key_lines(file.read_text(encoding="utf-8"), config)
-        findings = check_engine_config(config, spec, file=str(file), kind=engine, lines=lines)
-        problems = [
-            {
-                "id": f.check_id,
-                "severity": f.severity,
-                "where": f.where,
-                "message": f.message,
-                "hint": f.hint,
-            }
-            for f in findings
-        ]
+        problems = engine_config_problems(file, config, spec, kind=require_engine_kind(engine))
     else:
-        try:
-            doc = read_json(file)
-        except SchemaError as exc:
-            problems = [
-                {
-                    "id": "schema.parse",
-                    "severity": "error",
-                    "where": exc.where,
-                    "message": exc.message,
-                    "hint": None,
-                }
-            ]
-        else:
-            problems = [
-                {
-                    "id": "schema",
-                    "severity": "error",
-                    "where": e.json_path,
-                    "message": e.message,
-                    "hint": f"expected {e.expected}",
-                }
-                for e in validation_errors(kind, doc, file=str(file))
-            ]
-    failed = [p for p in problems if p["severity"] == "error"]
-    warned = [p for p in problems if p["severity"] == "warning"]
-    result = {
-        "kind": kind,
-        "file": str(file),
-        "valid": not failed,
-        "errors": len(failed),
-        "warnings": len(warned),
-        "problems": problems,
-    }
-
-    def human(con: Console) -> None:
-        for p in problems:
-            con.print(text(f"  {p['severity']:<7} [{p['id']}] {p['where']}: {p['message']}"))
-            if p["hint"]:
-                con.print(text(f"          hint: {p['hint']}", "dim"))
-        counts = ", ".join(
-            f"{n} {word}{'s' if n != 1 else ''}"
-            for n, word in ((len(failed), "error"), (len(warned), "warning"))
-            if n
-        )
-        if failed:
-            con.print(f"[red]{counts}[/] in {markup(file)} ({markup(kind)})")
-        else:
-            con.print(
-                f"[green]valid[/] {markup(kind)}: {markup(file)}"
-                + (f" ({counts})" if counts else "")
-            )
-
-    emit(result, human)
-    if failed:
+        problems = document_problems(kind, file)
+    result = validation_result(kind, file, problems)
+    emit(result, lambda con: _print_problems(con, result))
+    if not result["valid"]:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _print_problems(con: Console, result: dict[str, Any]) -> None:
+    """Each problem on a line (and its hint), then the counts or ``valid``."""
+    kind, file = result["kind"], result["file"]
+    for p in result["problems"]:
+        con.print(text(f"  {p['severity']:<7} [{p['id']}] {p['where']}: {p['message']}"))
+        if p["hint"]:
+            con.print(text(f"          hint: {p['hint']}", "dim"))
+    counts = ", ".join(
+        f"{n} {word}{'s' if n != 1 else ''}"
+        for n, word in ((result["errors"], "error"), (result["warnings"], "warning"))
+        if n
+    )
+    if not result["valid"]:
+        con.print(f"[red]{counts}[/] in {markup(file)} ({markup(kind)})")
+    else:
+        con.print(
+            f"[green]valid[/] {markup(kind)}: {markup(file)}" + (f" ({counts})" if counts else "")
+        )
 
 
 def register(root: typer.Typer) -> None:

@@ -3,39 +3,39 @@
 Each command is wiring over a function of the ``submission`` package, and each ends by
 saying what to do next. Exit codes: 0 ok, 1 findings, 2 usage, 3 could not evaluate
 (Docker, Hub).
+
+Here: the group and the commands that write and check a directory. The bundle's commands
+(package, inspect, selfcheck) are in ``submission_bundle_cmd``, the sweep in
+``submission_sweep_cmd``; the group mounts them all in the order its help lists them.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.text import Text
 
+from podium.cli.challenge_view import print_knobs
+from podium.cli.findings_view import finish
 from podium.cli.options import (
+    BaseDigestOpt,
     ChallengeOpt,
     EntryArg,
     JsonOpt,
-    LocalRunner,
-    LocalRunnerOpt,
     challenge_name,
     complete_engine_kinds,
+    given_challenge,
     load_named_challenge,
-    out_option,
     require_entry_dir,
     resolve_challenge,
 )
-from podium.cli.output import console, emit, json_mode, set_json
-from podium.cli.verify_cmd import DetailsOpt
-from podium.errors import EXIT_FINDINGS, UsageError
-from podium.events import Events
+from podium.cli.output import emit, quoted, set_json
+from podium.cli.submission_bundle_cmd import inspect_cmd, package_cmd, selfcheck_cmd
+from podium.cli.submission_sweep_cmd import sweep_cmd
 from podium.untrusted import markup, text
-from schemas.challenge import ChallengeSpec, list_challenges, load_challenge
-from schemas.findings import Finding, errors_in
+from schemas.challenge import load_challenge
 
 app = typer.Typer(
     help="Participant side: build, check, measure and package a submission.",
@@ -43,72 +43,9 @@ app = typer.Typer(
 )
 
 DirArg = Annotated[Path, typer.Argument(help="The submission directory.")]
-BaseDigestOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--base-digest", help="Pin the base image to this sha256:... without asking Docker."
-    ),
-]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Write into a non-empty directory.")]
 
 
-def _q(path: object) -> str:
-    return shlex.quote(str(path))
-
-
-def _spec(name: str | None) -> ChallengeSpec | None:
-    """``--challenge`` when given; otherwise the one podium.toml names (None here)."""
-    return load_named_challenge(name, "--challenge") if name else None
-
-
-def count_line(findings: list[Finding]) -> str:
-    """``2 errors, 1 warning``: the counts of what follows, by severity."""
-    errors = len(errors_in(findings))
-    warnings = sum(1 for f in findings if f.severity == "warning")
-    parts = [f"{errors} error" + ("s" if errors != 1 else "")] if errors else []
-    if warnings:
-        parts.append(f"{warnings} warning" + ("s" if warnings != 1 else ""))
-    return ", ".join(parts)
-
-
-def print_findings(con: Console, findings: list[Finding]) -> None:
-    """One line per finding, its severity first: ``error [id] where: message``."""
-    for f in findings:
-        line = Text("  ")
-        line.append(f"{f.severity:<7}", style="red" if f.is_error else "yellow")
-        line.append(f" [{f.check_id}]")
-        if f.where:
-            line.append_text(text(f" {f.where}"))
-        line.append(": ")
-        line.append_text(text(f.message))
-        con.print(line)
-        if f.hint:
-            con.print(text(f"          hint: {f.hint}", "dim"))
-
-
-def _finish(
-    data: dict[str, Any], findings: list[Finding], ok_line: str, next_step: str | None = None
-) -> None:
-    """Print findings, then ``ok_line`` and ``next_step`` unless an error stopped it."""
-
-    def human(con: Console) -> None:
-        errors = errors_in(findings)
-        if findings:
-            con.print(Text(f"{count_line(findings)}:", style="red" if errors else "yellow"))
-        print_findings(con, findings)
-        if errors:
-            con.print("next: fix the problems above and run the command again")
-            return
-        con.print(Text.assemble(("ok ", "green"), text(ok_line, multiline=True)))
-        if next_step:
-            con.print(Text.assemble("next: ", text(next_step)))
-
-    emit(data, human)
-    if errors_in(findings):
-        raise typer.Exit(EXIT_FINDINGS)
-
-
-@app.command("init")
 def init_cmd(
     directory: DirArg,
     challenge: ChallengeOpt = None,
@@ -169,13 +106,12 @@ def init_cmd(
             con.print(text(f"  note: {note}"))
         con.print(
             f"next: set your knobs in {markup(directory / 'podium.toml')}, then "
-            f"`podium submission validate {markup(_q(directory))}`"
+            f"`podium submission validate {markup(quoted(directory))}`"
         )
 
     emit(result.to_dict(), human)
 
 
-@app.command("validate")
 def validate_cmd(
     directory: EntryArg, challenge: ChallengeOpt = None, json_out: JsonOpt = False
 ) -> None:
@@ -192,17 +128,16 @@ def validate_cmd(
     from submission.validate import validate_submission
 
     set_json(json_out)
-    result = validate_submission(directory, challenge=_spec(challenge))
-    _finish(
+    result = validate_submission(directory, challenge=given_challenge(challenge))
+    finish(
         result.to_dict(),
         result.findings,
         f"{directory} is a valid submission",
-        f"podium submission selfcheck {_q(directory)}  (the organizers' measurement on the "
-        f"public prompts), then podium submission package {_q(directory)}",
+        f"podium submission selfcheck {quoted(directory)}  (the organizers' measurement on the "
+        f"public prompts), then podium submission package {quoted(directory)}",
     )
 
 
-@app.command("knobs")
 def knobs_cmd(
     directory: EntryArg,
     challenge: ChallengeOpt = None,
@@ -219,23 +154,21 @@ def knobs_cmd(
 
       podium submission knobs my-entry --challenge fast-gemma --json
     """
-    from podium.cli.challenge_cmd import print_knobs
     from submission.config import read_config
-    from submission.knobs import knob_table
+    from submission.knobs import knob_table, split_by_engine
 
     set_json(json_out)
     read = read_config(require_entry_dir(directory))
     cfg = read.partial
     if cfg is None:
-        _finish({"directory": str(directory)}, read.findings, "")
+        finish({"directory": str(directory)}, read.findings, "")
     assert cfg is not None
     if challenge:
         spec = load_named_challenge(challenge, "--challenge")
     else:
         spec = load_named_challenge(cfg.challenge or challenge_name(None), "podium.toml")
     rows = knob_table(spec)
-    acts = [r for r in rows if cfg.kind == "custom" or cfg.kind in r.engines]
-    rest = [r for r in rows if r not in acts]
+    acts, rest = split_by_engine(rows, cfg.kind)
     data = {
         "directory": str(directory),
         "challenge": spec.id,
@@ -258,7 +191,6 @@ def knobs_cmd(
     emit(data, human)
 
 
-@app.command("freeze")
 def freeze_cmd(
     directory: EntryArg,
     challenge: ChallengeOpt = None,
@@ -276,7 +208,7 @@ def freeze_cmd(
     from submission.freeze import freeze
 
     set_json(json_out)
-    frozen = freeze(directory, challenge=_spec(challenge), base_digest=base_digest)
+    frozen = freeze(directory, challenge=given_challenge(challenge), base_digest=base_digest)
     data = {
         "directory": str(directory),
         "ok": frozen.ok,
@@ -284,167 +216,14 @@ def freeze_cmd(
         "manifest": frozen.manifest.to_dict() if frozen.manifest else None,
         "findings": [f.to_dict() for f in frozen.findings],
     }
-    _finish(
+    finish(
         data,
         frozen.findings,
         f"froze {directory / 'manifest.json'}",
-        f"podium submission package {_q(directory)}",
+        f"podium submission package {quoted(directory)}",
     )
 
 
-class _BuildProgress:
-    """One status line while the image builds (``Step 3/9 : RUN ...``); the log goes to
-    a file, and to the screen only with ``--logs``."""
-
-    STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
-
-    def __init__(self, con: Console, *, show_logs: bool) -> None:
-        self.con, self.show_logs = con, show_logs
-        self.status: Any = None
-
-    def __enter__(self) -> _BuildProgress:
-        if self.con.is_terminal and not self.show_logs:
-            self.status = self.con.status("packaging ...")
-            self.status.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.status is not None:
-            self.status.stop()
-
-    def line(self, line: str) -> None:
-        if self.show_logs:
-            self.con.print(text(line, "dim"))
-        elif self.status is not None and (m := self.STEP.match(line.strip())):
-            self.status.update(Text(f"building the image: step {m[1]}: {m[2][:60]}"))
-
-
-@app.command("package")
-def package_cmd(
-    directory: EntryArg,
-    out: Annotated[Path, out_option("Folder for the bundle and its image record")] = Path("dist"),
-    challenge: ChallengeOpt = None,
-    base_digest: BaseDigestOpt = None,
-    no_build: Annotated[bool, typer.Option("--no-build", help="Write the bundle only.")] = False,
-    logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace a bundle another directory packaged.")
-    ] = False,
-    json_out: JsonOpt = False,
-) -> None:
-    """Freeze DIR, write OUT/TEAM-ENTRY.tar.gz (deterministic) + .sha256, build the image.
-
-    The image is built from the bundle as the verifier will open it and tagged
-    podium-submission/TEAM-ENTRY:DIGEST12; OUT/TEAM-ENTRY.image.json records it and
-    OUT/TEAM-ENTRY.build.log keeps the build log (--logs shows it as it runs).
-
-    Examples:
-
-      podium submission package my-entry -o dist
-
-      SOURCE_DATE_EPOCH=1767225600 podium submission package my-entry -o dist --no-build --json
-    """
-    from submission.bundle import package
-
-    set_json(json_out)
-    progress = _BuildProgress(console(stderr=True), show_logs=logs and not json_mode())
-    with progress:
-        result = package(
-            directory,
-            out,
-            challenge=_spec(challenge),
-            base_digest=base_digest,
-            build=not no_build,
-            on_log=progress.line,
-            force=force,
-        )
-    line = f"packaged {directory}"
-    if result.bundle:
-        line += (
-            f"\n   bundle {result.bundle.path} ({result.bundle.size:,} bytes, "
-            f"sha256 {result.bundle.sha256[:16]}...)"
-        )
-    if result.image:
-        line += (
-            f"\n   image  {result.image['tag']} ({result.image['image_id'][:19]}, "
-            f"built in {result.image['build_seconds']:.1f} s; log {result.build_log})"
-        )
-    bundle = _q(result.bundle.path) if result.bundle else "BUNDLE"
-    _finish(
-        result.to_dict(),
-        result.findings,
-        line,
-        f"podium submission selfcheck {bundle}, then hand the bundle to the organizers, "
-        f"e.g. podium submission push {bundle} --repo ORG/NAME",
-    )
-
-
-@app.command("inspect")
-def inspect_cmd(
-    bundle: Annotated[Path, typer.Argument(help="A bundle .tar.gz.")],
-    challenge: ChallengeOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Open a bundle exactly as the verifier's intake does, and report what it finds.
-
-    The bundle is checked against the challenge's rules: --challenge when given, else the
-    one its manifest names.
-
-    Examples:
-
-      podium submission inspect dist/acme-mtp-7.tar.gz
-
-      podium submission inspect dist/acme-mtp-7.tar.gz --challenge fast-gemma --json
-    """
-    import tempfile
-
-    from podium.cli.verify_cmd import bundle_challenge
-    from submission.safe_bundle import open_bundle, remove_opened
-
-    set_json(json_out)
-    spec = resolve_challenge(challenge, None if challenge else bundle_challenge(bundle))
-    from verifier.intake import rule_findings
-
-    with tempfile.TemporaryDirectory(prefix="podium-inspect-") as tmp:
-        opened = open_bundle(bundle, Path(tmp), limits=spec.limits)
-        m = opened.manifest
-        findings = [*opened.findings, *rule_findings(m, spec)]
-        data = {
-            "bundle": str(bundle),
-            "sha256": opened.sha256,
-            "size": opened.size,
-            "ok": not errors_in(findings),
-            "challenge": spec.id,
-            "bundle_challenge": m.challenge.id,
-            "team": m.team,
-            "entry": m.entry,
-            "engine": m.engine.kind,
-            "files": len(m.files),
-            "findings": [f.to_dict() for f in findings],
-        }
-        remove_opened(opened)
-    _finish(
-        data,
-        findings,
-        f"{bundle}: {m.team}/{m.entry}, {m.engine.kind} engine, {len(m.files)} files, "
-        f"within the {spec.id} challenge's rules",
-        f"podium submission selfcheck {_q(bundle)}",
-    )
-
-
-def _challenge_of_original(src: Path) -> str | None:
-    """The shipped challenge whose pinned model is the original manifest's ``model_id``."""
-    from schemas.validate import read_json
-
-    try:
-        model = read_json(src / "manifest.json").get("model_id")
-    except (AttributeError, UsageError):
-        return None
-    matches = [n for n in list_challenges() if load_challenge(n).model.repo_id == model]
-    return matches[0] if len(matches) == 1 else None
-
-
-@app.command("import")
 def import_cmd(
     src: Annotated[Path, typer.Argument(help="A Fast Gemma Challenge submission folder.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="The podium submission directory.")],
@@ -468,10 +247,10 @@ def import_cmd(
       podium submission import ./my-fgc-entry -o my-entry --team acme --json
     """
     from submission.defaults import VLLM_BASE_IMAGE
-    from submission.importer import import_submission
+    from submission.importer import challenge_of_original, import_submission
 
     set_json(json_out)
-    name = challenge or _challenge_of_original(src)
+    name = challenge or challenge_of_original(src)
     result = import_submission(
         src,
         out,
@@ -489,12 +268,11 @@ def import_cmd(
         )
         for note in result.notes:
             con.print(text(f"  note: {note}"))
-        con.print(f"next: podium submission validate {markup(_q(out))}")
+        con.print(f"next: podium submission validate {markup(quoted(out))}")
 
     emit(result.to_dict(), human)
 
 
-@app.command("push")
 def push_cmd(
     bundle: Annotated[Path, typer.Argument(help="A bundle .tar.gz written by package.")],
     repo: Annotated[str, typer.Option(help="Hub repo ORG/NAME.")],
@@ -534,245 +312,19 @@ def push_cmd(
     emit(record, human)
 
 
-@app.command("selfcheck")
-def selfcheck_cmd(
-    source: Annotated[Path, typer.Argument(help="A submission directory or a bundle (.tar.gz).")],
-    challenge: ChallengeOpt = None,
-    runner: LocalRunnerOpt = LocalRunner.local_docker,
-    out: Annotated[Path, out_option("Folder for the bundle and the report")] = Path(
-        "out/selfcheck"
-    ),
-    logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
-    details: DetailsOpt = False,
-    json_out: JsonOpt = False,
-) -> None:
-    """Run the organizers' pipeline on the public prompts: the numbers you will be held to.
-
-    Results are SELF-REPORTED, never VERIFIED, and never signed. A directory is packaged
-    first (no image build: the pipeline rebuilds it exactly as the verifier will).
-
-    Examples:
-
-      podium submission selfcheck examples/tiny-baseline
-
-      podium submission selfcheck out/podium-tiny-baseline.tar.gz --runner process --json
-    """
-    from podium.cli.verify_cmd import run_verification
-    from submission.bundle import package
-
-    set_json(json_out)
-    if not source.exists():
-        raise UsageError(
-            f"no such directory or bundle: {source}",
-            hint="pass a submission directory (podium submission init DIR writes one) or a "
-            "bundle .tar.gz",
-            where=str(source),
-        )
-    bundle = source
-    if source.is_dir():
-        packaged = package(source, out, challenge=_spec(challenge), build=False, force=True)
-        if errors_in(packaged.findings) or packaged.bundle is None:
-            _finish(packaged.to_dict(), packaged.findings, "")
-        assert packaged.bundle is not None
-        bundle = packaged.bundle.path
-    raise typer.Exit(
-        run_verification(
-            bundle,
-            challenge=challenge,
-            runner=runner.value,
-            out=out,
-            reported_tps=None,
-            heldout=None,
-            key=None,
-            publish=None,
-            self_check=True,
-            logs=logs,
-            source=source,
-            details=details,
-        )
-    )
-
-
-def _pipeline_measure(spec: ChallengeSpec, runner: LocalRunner) -> Any:
-    """One point of a sweep: the pipeline ``selfcheck`` runs (public prompts, unsigned);
-    for the held-out runs that give the margin, the pipeline ``verify`` runs (the
-    challenge's own held-out set, unsigned)."""
-    from verifier.pipeline import VerifyRequest, verify
-    from verifier.runners.factory import make_runner, reference_runner
-
-    def measure(bundle: Path, out: Path, heldout: bool, events: Events) -> dict[str, Any]:
-        req = VerifyRequest(
-            bundle=bundle,
-            spec=spec,
-            runner=make_runner(runner.value),
-            out_dir=out,
-            self_check=not heldout,
-            reference=reference_runner,
-        )
-        return verify(req, events).report
-
-    return measure
-
-
-def _need_sweep_extra(search: bool) -> None:
-    import importlib.util
-
-    missing = [
-        m
-        for m in (["optuna"] if search else []) + ["matplotlib"]
-        if importlib.util.find_spec(m) is None
-    ]
-    if missing:
-        raise UsageError(
-            f"the sweep needs {' and '.join(missing)}, which are not installed",
-            hint="pip install 'podium[sweep]'",
-        )
-
-
-@app.command("sweep")
-def sweep_cmd(
-    directory: EntryArg,
-    knob: Annotated[
-        list[str],
-        typer.Option(
-            "--knob",
-            help="NAME=V1,V2,... (JSON values; none unsets the knob) or NAME=LO..HI[:STEP]; "
-            "repeat for a grid.",
-        ),
-    ],
-    search: Annotated[
-        str | None,
-        typer.Option(
-            "--search",
-            help="Let optuna choose the points within a budget: N points or Nm minutes.",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the order (and of the search).")] = 0,
-    baseline_every: Annotated[
-        int, typer.Option(help="Measure the directory's own config again after every N points.")
-    ] = 1,
-    margin: Annotated[
-        float | None,
-        typer.Option(
-            help="PPL kept under the cap (default: measured on the held-out set, "
-            "from the front's points)."
-        ),
-    ] = None,
-    remeasure: Annotated[
-        bool, typer.Option("--remeasure", help="Measure every point again (a new round).")
-    ] = False,
-    retry_failed: Annotated[
-        bool,
-        typer.Option(
-            "--retry-failed", help="Measure again the points that could not be evaluated."
-        ),
-    ] = False,
-    challenge: ChallengeOpt = None,
-    runner: LocalRunnerOpt = LocalRunner.local_docker,
-    out: Annotated[Path, out_option("Folder for the sweep's file, runs, plot and answer")] = Path(
-        "out/sweep"
-    ),
-    base_digest: BaseDigestOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Measure DIR with its knobs changed, point by point, and recommend the fastest safe one.
-
-    Each point runs the organizers' pipeline as selfcheck does (SELF-REPORTED), in a seeded
-    random order, with DIR's own config re-measured between points. OUT/sweep.jsonl gets
-    one line per run; run the same command again to resume (only what is left is
-    measured). Then the Pareto front's points run once on the held-out set, which gives
-    the margin; OUT/recommended.podium.toml and .diff hold the answer, OUT/sweep.png the
-    picture. Exit 0 with a recommendation, 1 when no point passes.
-
-    Examples:
-
-      podium submission sweep examples/tiny-vllm --knob SLIDING_WINDOW=16,32,none
-
-      podium submission sweep my-entry --knob SLIDING_WINDOW=8..64 --search 10 -o out/s2
-
-      podium submission sweep my-entry --knob MAX_MODEL_LEN=1024,2048 --runner process --json
-    """
-    from submission.config import load_config
-    from submission.sweep import Budget, SweepEvents, SweepRequest, parse_knob, run_sweep
-
-    set_json(json_out)
-    require_entry_dir(directory)
-    _need_sweep_extra(search is not None)
-    from verifier.runners.factory import runner_info
-
-    denied = runner_info(runner.value).unsandboxed()
-    if denied and margin is None:
-        raise UsageError(
-            f"{denied}, so it cannot measure the margin on the held-out set",
-            hint="give the margin (--margin 0.1), or sweep with --runner local-docker",
-        )
-    cfg, problems = load_config(directory)
-    if cfg is None:
-        _finish({"directory": str(directory)}, problems, "")
-    assert cfg is not None
-    spec = resolve_challenge(challenge, cfg.challenge)
-    req = SweepRequest(
-        directory=directory,
-        out=out,
-        spec=spec,
-        knobs=[parse_knob(k) for k in knob],
-        seed=seed,
-        baseline_every=baseline_every,
-        search=Budget.parse(search) if search is not None else None,
-        margin=margin,
-        remeasure=remeasure,
-        retry_failed=retry_failed,
-        base_digest=base_digest,
-    )
-    measure = _pipeline_measure(spec, runner)
-    if json_mode():
-        result = run_sweep(req, measure, SweepEvents())
-    else:
-        from podium.cli.sweep_live import LiveSweep
-
-        con = console()
-        con.print(
-            f"sweeping {markup(directory)} on {spec.id} {spec.version} (self-check on the "
-            f"public prompts; runner {runner.value}; results in {markup(out / 'sweep.jsonl')})"
-        )
-        with LiveSweep(con) as live:
-            result = run_sweep(req, measure, live)
-
-    def human(con: Console) -> None:
-        from podium.cli.sweep_live import answer_table
-
-        a = result.answer
-        con.print(answer_table(a))
-        d = a.drift
-        if d.get("baseline_tps"):
-            con.print(
-                f"baseline TPS over the sweep: {d['min']:.1f} .. {d['max']:.1f} "
-                f"(spread {d['spread']:.1%} of the median, {len(d['baseline_tps'])} runs)"
-            )
-        for line in a.lines:
-            con.print(text(line))
-        if result.diff is not None:
-            diff = result.diff.read_text(encoding="utf-8")
-            con.print(f"the podium.toml change ({markup(result.diff)}):")
-            con.print(
-                text(diff.rstrip() or "  (none: keep the config you have)", "dim", multiline=True)
-            )
-        for note in result.notes:
-            con.print(text(f"note: {note}"))
-        if result.plot is not None:
-            con.print(f"plot: {markup(result.plot)}")
-        if result.recommendation is not None:
-            con.print(
-                f"next: cp {markup(_q(result.recommendation))} "
-                f"{markup(_q(directory / 'podium.toml'))}, "
-                f"then `podium submission package {markup(_q(directory))}`"
-            )
-        else:
-            con.print("next: widen the knobs' values, or fix the failing checks above")
-
-    emit(result.to_dict(), human)
-    if result.answer.recommended is None:
-        raise typer.Exit(EXIT_FINDINGS)
+for _name, _command in (
+    ("init", init_cmd),
+    ("validate", validate_cmd),
+    ("knobs", knobs_cmd),
+    ("freeze", freeze_cmd),
+    ("package", package_cmd),
+    ("inspect", inspect_cmd),
+    ("import", import_cmd),
+    ("push", push_cmd),
+    ("selfcheck", selfcheck_cmd),
+    ("sweep", sweep_cmd),
+):
+    app.command(_name)(_command)
 
 
 def register(root: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""What a person sees while a sweep runs, and the table it ends with.
+"""What a person sees while a sweep runs, and the answer it ends with.
 
 On a terminal: a live table (one row per measurement: knobs, PPL, TPS with its 95 %
 interval, TPS relative to the baselines beside it, verdict, failing check ids), a bar over
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich import box
@@ -19,8 +20,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from podium.untrusted import text
-from submission.sweep import Measurement, Point, SweepEvents, SweepFile
+from podium.cli.output import quoted
+from podium.untrusted import markup, text
+from submission.sweep import Measurement, Point, SweepEvents, SweepFile, SweepResult
 from submission.sweep.answer import Answer, Candidate, relative
 
 _STYLE = {
@@ -233,3 +235,36 @@ def answer_table(answer: Answer) -> Table:
     rows = [candidate_row(c, answer) for c in ranked]
     styles = [_STYLE.get(label_of(c.verdict, "point"), "") for c in ranked]
     return _table("the points, fastest passing first", columns, rows, styles)
+
+
+def print_result(con: Console, result: SweepResult, directory: Path) -> None:
+    """The sweep's answer: the points' table, the baseline's drift, the podium.toml change
+    it recommends, and the next step."""
+    a = result.answer
+    con.print(answer_table(a))
+    d = a.drift
+    if d.get("baseline_tps"):
+        con.print(
+            f"baseline TPS over the sweep: {d['min']:.1f} .. {d['max']:.1f} "
+            f"(spread {d['spread']:.1%} of the median, {len(d['baseline_tps'])} runs)"
+        )
+    for line in a.lines:
+        con.print(text(line))
+    if result.diff is not None:
+        diff = result.diff.read_text(encoding="utf-8")
+        con.print(f"the podium.toml change ({markup(result.diff)}):")
+        con.print(
+            text(diff.rstrip() or "  (none: keep the config you have)", "dim", multiline=True)
+        )
+    for note in result.notes:
+        con.print(text(f"note: {note}"))
+    if result.plot is not None:
+        con.print(f"plot: {markup(result.plot)}")
+    if result.recommendation is not None:
+        con.print(
+            f"next: cp {markup(quoted(result.recommendation))} "
+            f"{markup(quoted(directory / 'podium.toml'))}, "
+            f"then `podium submission package {markup(quoted(directory))}`"
+        )
+    else:
+        con.print("next: widen the knobs' values, or fix the failing checks above")

@@ -1,31 +1,25 @@
-"""``podium verify``: blind verification of a bundle, and the participant's self-check."""
+"""``podium verify``: blind verification of a bundle (the run itself: ``verification``)."""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from podium.cli.options import (
     ChallengeOpt,
+    DetailsOpt,
     JsonOpt,
     KeyOpt,
+    LogsOpt,
     RunnerKind,
     RunnerOpt,
     out_option,
-    require_bundle,
-    require_heldout,
-    resolve_challenge,
     signing_key,
 )
-from podium.cli.output import console, emit, json_mode, set_json
-from podium.cli.render import Signature, render_report
-from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_FINDINGS, EXIT_OK, UsageError
-from podium.signing import KeyPair
-from podium.untrusted import markup
+from podium.cli.output import set_json
+from podium.cli.verification import refuse_secrets_unsandboxed, run_verification
 
 VERIFY_HELP = """\
 Verify BUNDLE blind: rebuild its image without cache, run it in the sandbox, measure
@@ -46,271 +40,52 @@ Examples:
 """
 
 
-def bundle_challenge(bundle: Path) -> str | None:
-    """The challenge id a bundle's manifest names; None when it cannot be read (intake
-    then rejects the bundle, with a report saying why)."""
-    from podium.errors import BundleError
-    from submission.safe_bundle import peek_manifest
-
-    require_bundle(bundle)
-    try:
-        challenge = (peek_manifest(bundle).get("challenge") or {}).get("id")
-    except BundleError:
-        return None
-    return challenge if isinstance(challenge, str) else None
-
-
-def quiet_library_bars() -> None:
-    """No progress bar of a library in the middle of podium's own output: transformers
-    draws one while the reference loads its weights (it reads the Hub library's switch when
-    it is imported, and its own after), and the verification shows its own progress."""
-    import sys
-
-    from huggingface_hub.utils import disable_progress_bars
-
-    disable_progress_bars()
-    if "transformers" in sys.modules:
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()
-
-
-DetailsOpt = Annotated[
-    bool,
-    typer.Option(
-        "--details",
-        help="Every metric and check (stability, trials, reference checks...), not only the "
-        "verdict, TPS, PPL and the checks that did not pass.",
-    ),
-]
-
-
-def exit_code(verdict: str) -> int:
-    return {"VERIFIED": EXIT_OK, "UNOFFICIAL": EXIT_OK, "REJECTED": EXIT_FINDINGS}.get(
-        verdict, EXIT_CANNOT_EVALUATE
+def verify_cmd(
+    bundle: Annotated[Path, typer.Argument(help="The submission bundle (.tar.gz).")],
+    challenge: ChallengeOpt = None,
+    reported_tps: Annotated[
+        float | None,
+        typer.Option(help="The TPS the participant reported (default: the manifest's)."),
+    ] = None,
+    heldout: Annotated[
+        str | None,
+        typer.Option(
+            help="Held-out set: a directory with prompts.jsonl "
+            "and ppl.jsonl, or hf://datasets/ORG/NAME[@REV]."
+        ),
+    ] = None,
+    key: KeyOpt = None,
+    publish: Annotated[
+        str | None,
+        typer.Option(
+            "--publish",
+            help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME.",
+        ),
+    ] = None,
+    runner: RunnerOpt = RunnerKind.local_docker,
+    out: Annotated[Path, out_option("Folder for the report and logs")] = Path("out/verify"),
+    logs: LogsOpt = False,
+    details: DetailsOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    set_json(json_out)
+    denied = refuse_secrets_unsandboxed(runner, key=key, publish=publish, heldout=heldout)
+    raise typer.Exit(
+        run_verification(
+            bundle,
+            details=details,
+            challenge=challenge,
+            runner=runner,
+            out=out,
+            reported_tps=reported_tps,
+            heldout=heldout,
+            key=None if denied else signing_key(key),
+            publish=publish,
+            self_check=False,
+            logs=logs,
+        )
     )
-
-
-def run_verification(
-    bundle: Path,
-    *,
-    challenge: str | None,
-    runner: RunnerKind | str,
-    out: Path,
-    reported_tps: float | None,
-    heldout: str | None,
-    key: KeyPair | None,
-    publish: str | None,
-    self_check: bool,
-    logs: bool,
-    source: Path | None = None,
-    details: bool = False,
-) -> int:
-    """Run the pipeline on ``bundle`` and print the one report rendering; the exit code.
-
-    ``source`` is the directory a self-check packaged the bundle from (for the next step);
-    ``details`` prints every metric and check, not only what a participant reads first.
-    """
-    quiet_library_bars()
-    from verifier.pipeline import VerifyRequest, verify
-    from verifier.runners.factory import make_runner, reference_runner
-
-    require_bundle(bundle)
-    require_heldout(heldout)
-    if publish and key is None:
-        raise UsageError(
-            "--publish needs a signing key",
-            hint="pass --key KEYFILE or set $PODIUM_SIGNING_KEY (podium keys generate KEYFILE)",
-        )
-    spec = resolve_challenge(challenge, bundle_challenge(bundle))
-    engine_runner = make_runner(RunnerKind(runner).value)
-    denied = engine_runner.info.unsandboxed()
-    req = VerifyRequest(
-        bundle=bundle,
-        spec=spec,
-        runner=engine_runner,
-        out_dir=out,
-        reported_tps=reported_tps,
-        heldout=heldout,
-        key=key,
-        self_check=self_check,
-        reference=reference_runner,
-    )
-    if json_mode():
-        outcome = verify(req)
-    else:
-        from podium.cli.progress import RichEvents
-
-        con = console()
-        if denied:  # the first line: what this run is not
-            con.print(f"[yellow]{markup(denied)}[/]")
-        public = self_check or denied
-        what = "self-check on the public prompts" if public else "blind, held-out set"
-        con.print(
-            f"verifying {markup(bundle)} against {spec.id} {spec.version} "
-            f"({what}; runner {RunnerKind(runner).value})"
-        )
-        with RichEvents(con, show_logs=logs) as events:
-            outcome = verify(req, events)
-    result: dict[str, Any] = {
-        "verdict": outcome.verdict,
-        "report": str(outcome.report_path),
-        "evidence": str(outcome.evidence_path) if outcome.evidence_path else None,
-        "signed": outcome.signed,
-        "published": None,
-        "unsandboxed": denied,
-    }
-    if publish:
-        result["published"] = _publish(outcome, key, publish)
-    max_cv = getattr(spec.tps, "max_cv", None)
-
-    def human(con: Console) -> None:
-        if outcome.signed:
-            sig = Signature("signed", key_id=key.key_id if key else None)
-        elif self_check:
-            sig = Signature("unsigned", unsigned_because="self-checks are never signed")
-        elif denied:
-            sig = Signature("unsigned", unsigned_because="a run with no sandbox is never signed")
-        else:
-            sig = Signature("unsigned", unsigned_because="no --key given (nor $PODIUM_SIGNING_KEY)")
-        more = (
-            f"every metric and check: podium report show "
-            f"{shlex.quote(str(outcome.report_path))} --details (or --json)"
-        )
-        render_report(con, outcome.report, sig, max_cv=max_cv, details=details, more=more)
-        con.print(f"report: {markup(outcome.report_path)}")
-        if outcome.evidence_path is not None:
-            con.print(
-                f"evidence: {markup(outcome.evidence_path)} (the organizer's: every value in "
-                "full, never to be published)",
-                style="dim",
-            )
-        _print_published(con, result.get("published"))
-        con.print(
-            f"next: {markup(_next_step(outcome, result, self_check=self_check, source=source))}"
-        )
-
-    emit({**result, "report_document": outcome.report}, human)
-    return exit_code(outcome.verdict)
-
-
-def _next_step(
-    outcome: Any, result: dict[str, Any], *, self_check: bool, source: Path | None
-) -> str:
-    report = shlex.quote(str(outcome.report_path))
-    if outcome.verdict == "FAILED":
-        log = outcome.report.get("organizer_log")
-        where = (
-            f" and the engine's own output in {shlex.quote(str(outcome.report_path.parent / log))}"
-            if log
-            else ""
-        )
-        return f"read the failure above{where}; rerun with --logs to see the image build"
-    if self_check:
-        where = shlex.quote(str(source)) if source else "DIR"
-        if outcome.verdict == "REJECTED":
-            return f"fix the findings above, then run `podium submission validate {where}`"
-        return (
-            f"package it (`podium submission package {where}`) and hand the bundle to the "
-            "organizers, e.g. `podium submission push BUNDLE --repo ORG/NAME`"
-        )
-    if result.get("unsandboxed"):
-        return (
-            "for a blind, signed result verify it in a sandbox: --runner local-docker --key KEYFILE"
-        )
-    published = result.get("published") or {}
-    if published.get("ok"):
-        store = shlex.quote(str(published.get("store")))
-        return f"podium leaderboard show --store {store} --pubkey KEYFILE.pub"
-    if not outcome.signed:
-        return "sign it: rerun with --key KEYFILE (create one with `podium keys generate KEYFILE`)"
-    return f"podium leaderboard publish {report} --key KEYFILE --store STORE"
-
-
-def _publish(outcome: Any, keypair: KeyPair | None, store_url: str) -> dict[str, Any]:
-    from leaderboard.publish import publish_reports
-    from leaderboard.stores import open_store
-    from podium.errors import PodiumError
-
-    assert keypair is not None
-    if outcome.verdict == "FAILED" or not outcome.signed:
-        return {"ok": False, "reason": "only complete, signed reports are published"}
-    try:
-        published = publish_reports([outcome.report], open_store(store_url), keypair)
-    except PodiumError as exc:
-        return {
-            "ok": False,
-            "reason": str(exc),
-            "retry": f"podium leaderboard publish {outcome.report_path} --store {store_url} "
-            "--key KEYFILE",
-        }
-    return {"ok": True, **published.to_dict()}
-
-
-def _print_published(con: Console, pub: dict[str, Any] | None) -> None:
-    if not pub:
-        return
-    if pub.get("ok"):
-        added, present = len(pub.get("added") or []), len(pub.get("already_present") or [])
-        con.print(f"published to {markup(pub['store'])} ({added} added, {present} already there)")
-        return
-    con.print(f"[red]not published:[/] {markup(pub['reason'])}")
-    if pub.get("retry"):
-        con.print(f"retry with: {markup(pub['retry'])}")
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("verify", help=VERIFY_HELP)
-    def verify_cmd(
-        bundle: Annotated[Path, typer.Argument(help="The submission bundle (.tar.gz).")],
-        challenge: ChallengeOpt = None,
-        reported_tps: Annotated[
-            float | None,
-            typer.Option(help="The TPS the participant reported (default: the manifest's)."),
-        ] = None,
-        heldout: Annotated[
-            str | None,
-            typer.Option(
-                help="Held-out set: a directory with prompts.jsonl "
-                "and ppl.jsonl, or hf://datasets/ORG/NAME[@REV]."
-            ),
-        ] = None,
-        key: KeyOpt = None,
-        publish: Annotated[
-            str | None,
-            typer.Option(
-                "--publish",
-                help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME.",
-            ),
-        ] = None,
-        runner: RunnerOpt = RunnerKind.local_docker,
-        out: Annotated[Path, out_option("Folder for the report and logs")] = Path("out/verify"),
-        logs: Annotated[bool, typer.Option("--logs", help="Stream the image build log.")] = False,
-        details: DetailsOpt = False,
-        json_out: JsonOpt = False,
-    ) -> None:
-        set_json(json_out)
-        from verifier.runners.factory import runner_info
-
-        denied = runner_info(RunnerKind(runner).value).unsandboxed()
-        if denied and (key is not None or publish or heldout):
-            given = "--key" if key is not None else "--publish" if publish else "--heldout"
-            raise UsageError(
-                f"{denied}: {given} is refused, and no key was read",
-                hint="verify with --runner local-docker to sign, or drop " + given,
-            )
-        raise typer.Exit(
-            run_verification(
-                bundle,
-                details=details,
-                challenge=challenge,
-                runner=runner,
-                out=out,
-                reported_tps=reported_tps,
-                heldout=heldout,
-                key=None if denied else signing_key(key),
-                publish=publish,
-                self_check=False,
-                logs=logs,
-            )
-        )
+    app.command("verify", help=VERIFY_HELP)(verify_cmd)

@@ -1,17 +1,21 @@
-"""``podium worker``, ``podium dispatch`` and ``podium harness``: verification at scale."""
+"""``podium worker`` and ``podium dispatch``: the two ways to drain the verification queue.
+
+A worker verifies each request it claims on this machine; a dispatcher hands each to a
+jobs service. What they work from (the queue, the volumes, the jobs backend) is opened by
+``verifier.scale.resources``; the hidden ``podium harness`` that a harness job runs is
+``harness_cmd``.
+"""
 
 from __future__ import annotations
 
 import enum
-import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from podium.cli.options import (
-    ChallengeOpt,
+    HeldoutOpt,
     JsonOpt,
     KeyOpt,
     LocalRunner,
@@ -22,7 +26,7 @@ from podium.cli.options import (
     require_signing_key,
 )
 from podium.cli.output import console, emit, json_mode, set_json
-from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_OK, UsageError
+from podium.errors import EXIT_CANNOT_EVALUATE, EXIT_OK
 
 WORKER_HELP = """\
 Claim a request from the queue, verify it, publish the record, mark the request, repeat.
@@ -36,6 +40,7 @@ Examples:
 
   podium worker --queue ./queue --store ./leaderboard-data --key k.pem --once
 """
+
 
 DISPATCH_HELP = """\
 Claim requests and verify each on a jobs service: a server job (the participant's
@@ -55,17 +60,6 @@ Examples:
   --image-repo registry.example.org/podium-entries --heldout hf://datasets/org/heldout
 
   podium dispatch --backend local --queue ./queue --store ./board --key k.pem --once
-"""
-
-HARNESS_HELP = """\
-Run the harness against an engine at --server (what the harness job runs, so it is not
-listed in `podium --help`): PPL, TPS, checks, verdict, a report signed with --key or
-$PODIUM_SIGNING_KEY, printed as PODIUM-REPORT lines for the dispatcher.
-
-Example:
-
-  podium harness --server 'http://${HF_NETWORK_GROUP_PREFIX}engine:8000'
-  --bundle /queue/bundles/SHA.tar.gz --challenge fast-gemma --heldout /heldout
 """
 
 
@@ -98,6 +92,7 @@ class Backend(enum.StrEnum):
 
 
 LeaseOpt = Annotated[float, typer.Option(help="Lease in seconds; renewed every third of it.")]
+
 PublishOpt = Annotated[
     str | None,
     typer.Option("--store", "-s", help="Publish to this store: ./dir or hf://datasets/ORG/NAME."),
@@ -115,179 +110,95 @@ def _summary(handled: list[Any]) -> int:
     return EXIT_CANNOT_EVALUATE if any(h.state == "FAILED" for h in handled) else EXIT_OK
 
 
-def _volume(uri: str, mount: str) -> Any:
-    from verifier.scale.dispatch.jobs import VolumeSpec
+def worker_cmd(
+    queue: QueueOpt = None,
+    store: PublishOpt = None,
+    key: KeyOpt = None,
+    runner: LocalRunnerOpt = LocalRunner.local_docker,
+    heldout: HeldoutOpt = None,
+    out: Annotated[Path, out_option("Reports and logs")] = Path("out/worker"),
+    lease: LeaseOpt = 900.0,
+    poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 30.0,
+    once: Annotated[bool, typer.Option("--once", help="At most one request.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    from leaderboard.stores import open_store
+    from verifier.runners.factory import reference_runner
+    from verifier.scale.resources import existing_queue
+    from verifier.scale.worker import Worker, WorkerConfig, sandboxed_runner
 
-    if uri.startswith("hf://"):
-        from verifier.scale.queue.stores import hub_repo_of
+    set_json(json_out)
+    new_runner = sandboxed_runner(runner.value)
+    cfg = WorkerConfig(
+        queue=existing_queue(queue),
+        store=open_store(store) if store else None,
+        key=require_signing_key(key),
+        runner=new_runner,
+        out_dir=out,
+        heldout=require_heldout(heldout),
+        reference=reference_runner,
+        lease_s=lease,
+        poll_s=poll,
+    )
+    handled = Worker(cfg, say=_say).run(once=once, install_signals=True)
+    raise typer.Exit(_summary(handled))
 
-        repo, _ = hub_repo_of(uri.split("@")[0])
-        rev = uri.split("@", 1)[1] if "@" in uri else None
-        return VolumeSpec("dataset", repo, mount, revision=rev)
-    return VolumeSpec("local", str(Path(uri).resolve()), mount)
+
+def dispatch_cmd(
+    queue: QueueOpt = None,
+    store: PublishOpt = None,
+    key: KeyOpt = None,
+    backend: Annotated[
+        Backend,
+        typer.Option(
+            help="hf: Hugging Face Jobs; local: a rehearsal on Docker here (neither "
+            "sandboxes the engine: see above)."
+        ),
+    ] = Backend.hf,
+    flavor: Annotated[str, typer.Option(help="The server job's flavour.")] = "a10g-small",
+    harness_flavor: Annotated[str, typer.Option(help="The harness job's.")] = "cpu-upgrade",
+    harness_image: Annotated[str | None, typer.Option(help="podium's image.")] = None,
+    image_repo: Annotated[
+        str | None, typer.Option(help="Registry repo the rebuilt images are pushed to (hf).")
+    ] = None,
+    namespace: Annotated[str | None, typer.Option(help="Jobs namespace (hf).")] = None,
+    heldout: Annotated[
+        str | None, typer.Option(help="Held-out set: hf://datasets/ORG/NAME (private) or dir.")
+    ] = None,
+    max_concurrent: Annotated[int, typer.Option(help="Job pairs in flight.")] = 2,
+    out: Annotated[Path, out_option("Reports and job logs")] = Path("out/dispatch"),
+    lease: LeaseOpt = 900.0,
+    once: Annotated[bool, typer.Option("--once", help="Drain the queue, then stop.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    from leaderboard.stores import open_store
+    from verifier.scale import resources
+    from verifier.scale.dispatch.dispatcher import DispatchConfig, Dispatcher
+
+    set_json(json_out)
+    q = resources.existing_queue(queue)
+    require_heldout(heldout)
+    jobs = resources.jobs_backend(backend.value, namespace=namespace, image_repo=image_repo)
+    queue_volume = resources.queue_volume(q)
+    cfg = DispatchConfig(
+        queue=q,
+        backend=jobs,
+        key=require_signing_key(key),
+        out_dir=out,
+        queue_volume=queue_volume,
+        store=open_store(store) if store else None,
+        heldout=resources.volume(heldout, "/heldout") if heldout else None,
+        flavor=flavor,
+        harness_flavor=harness_flavor,
+        max_concurrent=max_concurrent,
+        lease_s=lease,
+    )
+    image = resources.harness_image(backend.value, harness_image)  # rehearsals build it here
+    if image:
+        cfg.harness_image = image
+    raise typer.Exit(_summary(Dispatcher(cfg, say=_say).run(once=once)))
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("worker", help=WORKER_HELP)
-    def worker_cmd(
-        queue: QueueOpt = None,
-        store: PublishOpt = None,
-        key: KeyOpt = None,
-        runner: LocalRunnerOpt = LocalRunner.local_docker,
-        heldout: Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")] = None,
-        out: Annotated[Path, out_option("Reports and logs")] = Path("out/worker"),
-        lease: LeaseOpt = 900.0,
-        poll: Annotated[
-            float, typer.Option(help="Seconds between looks at an empty queue.")
-        ] = 30.0,
-        once: Annotated[bool, typer.Option("--once", help="At most one request.")] = False,
-        json_out: JsonOpt = False,
-    ) -> None:
-        from functools import partial
-
-        from leaderboard.stores import open_store
-        from podium.cli.queue_cmd import existing_queue
-        from verifier.runners.factory import make_runner, reference_runner
-        from verifier.scale.worker import Worker, WorkerConfig
-
-        set_json(json_out)
-        from verifier.runners.factory import runner_info
-
-        denied = runner_info(runner.value).unsandboxed()
-        if denied:
-            raise UsageError(
-                f"{denied}: a worker signs and publishes what it verifies, so it needs a sandbox",
-                hint="run the worker with --runner local-docker",
-            )
-        cfg = WorkerConfig(
-            queue=existing_queue(queue),
-            store=open_store(store) if store else None,
-            key=require_signing_key(key),
-            runner=partial(make_runner, runner.value),
-            out_dir=out,
-            heldout=require_heldout(heldout),
-            reference=reference_runner,
-            lease_s=lease,
-            poll_s=poll,
-        )
-        handled = Worker(cfg, say=_say).run(once=once, install_signals=True)
-        raise typer.Exit(_summary(handled))
-
-    @app.command("dispatch", help=DISPATCH_HELP.format(verified=verified_paths()))
-    def dispatch_cmd(
-        queue: QueueOpt = None,
-        store: PublishOpt = None,
-        key: KeyOpt = None,
-        backend: Annotated[
-            Backend,
-            typer.Option(
-                help="hf: Hugging Face Jobs; local: a rehearsal on Docker here (neither "
-                "sandboxes the engine: see above)."
-            ),
-        ] = Backend.hf,
-        flavor: Annotated[str, typer.Option(help="The server job's flavour.")] = "a10g-small",
-        harness_flavor: Annotated[str, typer.Option(help="The harness job's.")] = "cpu-upgrade",
-        harness_image: Annotated[str | None, typer.Option(help="podium's image.")] = None,
-        image_repo: Annotated[
-            str | None, typer.Option(help="Registry repo the rebuilt images are pushed to (hf).")
-        ] = None,
-        namespace: Annotated[str | None, typer.Option(help="Jobs namespace (hf).")] = None,
-        heldout: Annotated[
-            str | None, typer.Option(help="Held-out set: hf://datasets/ORG/NAME (private) or dir.")
-        ] = None,
-        max_concurrent: Annotated[int, typer.Option(help="Job pairs in flight.")] = 2,
-        out: Annotated[Path, out_option("Reports and job logs")] = Path("out/dispatch"),
-        lease: LeaseOpt = 900.0,
-        once: Annotated[bool, typer.Option("--once", help="Drain the queue, then stop.")] = False,
-        json_out: JsonOpt = False,
-    ) -> None:
-        from leaderboard.stores import open_store
-        from podium.cli.queue_cmd import existing_queue
-        from verifier.scale.dispatch.dispatcher import DispatchConfig, Dispatcher
-        from verifier.scale.queue.stores import LocalQueue
-
-        set_json(json_out)
-        q = existing_queue(queue)
-        require_heldout(heldout)
-        jobs: Any
-        if backend is Backend.local:
-            from verifier.scale.dispatch.local import LocalJobs
-
-            jobs = LocalJobs()
-        else:
-            from verifier.scale.dispatch.hf import HfJobs
-
-            if not namespace:
-                raise UsageError("--namespace is needed for HF Jobs", hint="your user or org name")
-            jobs = HfJobs(
-                namespace=namespace,
-                endpoint=os.environ.get("HF_ENDPOINT"),
-                token=os.environ.get("HF_TOKEN"),
-                image_repo=image_repo,
-            )
-        queue_volume = (
-            _volume(str(q.root), "/queue")
-            if isinstance(q, LocalQueue)
-            else _volume(q.url, "/queue")
-        )
-        cfg = DispatchConfig(
-            queue=q,
-            backend=jobs,
-            key=require_signing_key(key),
-            out_dir=out,
-            queue_volume=queue_volume,
-            store=open_store(store) if store else None,
-            heldout=_volume(heldout, "/heldout") if heldout else None,
-            flavor=flavor,
-            harness_flavor=harness_flavor,
-            max_concurrent=max_concurrent,
-            lease_s=lease,
-        )
-        if harness_image:
-            cfg.harness_image = harness_image
-        elif backend is Backend.local:  # rehearsals build podium's image here
-            from verifier.scale.dispatch.harness_image import build_harness_image
-
-            cfg.harness_image = build_harness_image()
-        raise typer.Exit(_summary(Dispatcher(cfg, say=_say).run(once=once)))
-
-    @app.command("harness", help=HARNESS_HELP, hidden=True)
-    def harness_cmd(
-        server: Annotated[str, typer.Option(help="The engine's base URL ($VARS expanded).")],
-        bundle: Annotated[Path, typer.Option(help="The submission bundle.")],
-        challenge: ChallengeOpt = None,
-        key: KeyOpt = None,
-        heldout: Annotated[str | None, typer.Option(help="Held-out set (dir or hf://).")] = None,
-        reported_tps: Annotated[float | None, typer.Option(help="The participant's TPS.")] = None,
-        out: Annotated[Path, out_option("Where the report goes")] = Path("out/harness"),
-        image_id: Annotated[str | None, typer.Option(help="The server image's id.")] = None,
-        server_job: Annotated[str | None, typer.Option(help="The server job's id.")] = None,
-        flavor: Annotated[str | None, typer.Option(help="The server job's flavour.")] = None,
-        network_group: Annotated[str | None, typer.Option(help="The network group.")] = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        from podium.cli.options import challenge_name
-        from podium.cli.verify_cmd import bundle_challenge, exit_code
-        from verifier.scale.dispatch.harness_job import run_harness_job
-
-        set_json(json_out)
-        facts = {
-            "server_job": server_job,
-            "flavor": flavor,
-            "network_group": network_group,
-            "image": {"id": image_id} if image_id else {},
-        }
-        outcome = run_harness_job(
-            server_url=server,
-            bundle=bundle,
-            challenge=challenge_name(challenge, bundle_challenge(bundle)),
-            out=out,
-            key=require_signing_key(key),
-            heldout=require_heldout(heldout),
-            reported_tps=reported_tps,
-            facts=facts,
-            print_line=lambda line: print(line, flush=True),
-        )
-        if json_mode():
-            print(json.dumps({"verdict": outcome.verdict, "report": str(outcome.report_path)}))
-        raise typer.Exit(exit_code(outcome.verdict))
+    app.command("worker", help=WORKER_HELP)(worker_cmd)
+    app.command("dispatch", help=DISPATCH_HELP.format(verified=verified_paths()))(dispatch_cmd)

@@ -30,7 +30,13 @@ the ``SweepEvents`` the sweeper emits.
 """
 
 from submission.sweep.journal import Measurement, SweepFile
-from submission.sweep.runner import SweepEvents, SweepRequest, SweepResult, run_sweep
+from submission.sweep.runner import (
+    SweepEvents,
+    SweepRequest,
+    SweepResult,
+    require_extras,
+    run_sweep,
+)
 from submission.sweep.search import Budget
 from submission.sweep.space import BASELINE, Knob, Point, parse_knob
 
@@ -45,5 +51,6 @@ __all__ = [
     "SweepRequest",
     "SweepResult",
     "parse_knob",
+    "require_extras",
     "run_sweep",
 ]

@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 
 from submission.sweep.answer import Answer, Candidate
 from submission.sweep.space import Point
@@ -46,10 +47,8 @@ def _corrected(answer: Answer) -> dict[str, float]:
     return out
 
 
-def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
-    tps = _corrected(answer)
-    pts = [c for c in answer.candidates if c.ppl is not None and c.point in tps]
-    fig, ax = plt.subplots(figsize=(7.2, 4.9), dpi=110)
+def _style(ax: Axes) -> None:
+    """The page's frame: white ground, light grid below the data, no top or right spine."""
     ax.set_facecolor("#ffffff")
     ax.grid(color=GRID, linewidth=1)
     ax.set_axisbelow(True)
@@ -58,6 +57,10 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
     for side in ("left", "bottom"):
         ax.spines[side].set_color("#9aa5b1")
     ax.tick_params(colors=MUTED, labelsize=9)
+
+
+def _draw_cap(ax: Axes, answer: Answer) -> None:
+    """The cap as a dashed red line and, left of it, the ``cap - margin`` limit."""
     if answer.cap is not None:
         ax.axvline(answer.cap, color="#c53030", linestyle=(0, (5, 4)), linewidth=1.2)
         ax.annotate(
@@ -82,6 +85,10 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             color=MUTED,
             fontsize=9,
         )
+
+
+def _draw_front(ax: Axes, answer: Answer, pts: list[Candidate], tps: dict[str, float]) -> None:
+    """The Pareto front as the page's green step line, in PPL order."""
     front = [c for c in pts if c.point in answer.front]
     front.sort(key=lambda c: float(c.ppl or 0))
     if front:
@@ -90,6 +97,10 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             xs += [float(c.ppl or 0), float(c.ppl or 0)]
             ys += [ys[-1], tps[c.point]]
         ax.plot(xs, ys, color=COLORS["VERIFIED"], linewidth=1.5, label="Pareto front", zorder=2)
+
+
+def _draw_points(ax: Axes, pts: list[Candidate], tps: dict[str, float]) -> None:
+    """Each point in its verdict's colour, labelled (a failing one with its check ids)."""
     for c in pts:
         ax.scatter(
             [float(c.ppl or 0)],
@@ -111,6 +122,10 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             fontsize=7,
             color=FG if c.passed else COLORS.get(c.verdict, MUTED),
         )
+
+
+def _draw_heldout(ax: Axes, pts: list[Candidate], tps: dict[str, float]) -> bool:
+    """Each point's held-out PPL as a ring at the same TPS; whether any point has one."""
     held = [c for c in pts if c.heldout_ppl is not None]
     for c in held:  # the same point on the held-out set: the rise the margin is made of
         y = tps[c.point]
@@ -123,6 +138,11 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
         )
         ax.scatter([float(c.heldout_ppl or 0)], [y], s=49, facecolors="none", zorder=3,
                    edgecolors=COLORS.get(c.heldout_verdict or "", MUTED))  # fmt: skip
+    return bool(held)
+
+
+def _ring_recommended(ax: Axes, answer: Answer, tps: dict[str, float]) -> None:
+    """A dark ring around the recommended point, if it was plotted."""
     best = answer.candidate(answer.recommended)
     if best is not None and best.ppl is not None and best.point in tps:
         ax.scatter(
@@ -135,6 +155,10 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
             zorder=4,
             label="recommended",
         )
+
+
+def _legend(ax: Axes, *, held: bool) -> None:
+    """The verdict colours' key, then the labelled artists (the front, the ring)."""
     handles = [
         plt.Line2D(
             [],
@@ -166,6 +190,19 @@ def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
         frameon=False,
         loc="lower left",
     )
+
+
+def plot(answer: Answer, path: Path, *, title: str = "") -> Path:
+    tps = _corrected(answer)
+    pts = [c for c in answer.candidates if c.ppl is not None and c.point in tps]
+    fig, ax = plt.subplots(figsize=(7.2, 4.9), dpi=110)
+    _style(ax)
+    _draw_cap(ax, answer)
+    _draw_front(ax, answer, pts, tps)
+    _draw_points(ax, pts, tps)
+    held = _draw_heldout(ax, pts, tps)
+    _ring_recommended(ax, answer, tps)
+    _legend(ax, held=held)
     ax.set_xlabel("PPL (lower is better)", color=MUTED)
     ax.set_ylabel("TPS (drift-corrected)", color=MUTED)
     if pts:

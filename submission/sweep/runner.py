@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from podium.errors import UsageError
 from podium.events import Events
+from podium.timestamps import now_iso
 from schemas.challenge import ChallengeSpec
 from schemas.findings import errors_in
 from submission.sweep.answer import Answer, answer, given_margin, latest, measured_margin
@@ -79,10 +79,6 @@ class SweepResult:
             "notes": self.notes,
             **self.answer.to_dict(),
         }
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Sweeper:
@@ -193,6 +189,23 @@ def _key(c: Any) -> str:
 
 def heldout_available(spec: ChallengeSpec) -> bool:
     return spec.datasets.ppl_heldout is not None and spec.datasets.heldout_prompts is not None
+
+
+def require_extras(search: bool) -> None:
+    """The sweep's optional modules are installed (optuna only for ``search``), else a
+    ``UsageError`` naming the pip line."""
+    import importlib.util
+
+    missing = [
+        m
+        for m in (["optuna"] if search else []) + ["matplotlib"]
+        if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        raise UsageError(
+            f"the sweep needs {' and '.join(missing)}, which are not installed",
+            hint="pip install 'podium[sweep]'",
+        )
 
 
 def run_sweep(

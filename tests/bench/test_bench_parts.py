@@ -6,10 +6,13 @@ import json
 import math
 from typing import Any
 
+import pytest
+from factories import checked
+
 from bench import fidelity, noise, views
 from bench.common import paced_engine
-from leaderboard.records import verify_record
 from podium.signing import KeyPair
+from schemas.validate import validate
 from verifier.harness.stats import t975
 
 
@@ -41,6 +44,7 @@ def test_engine_side_splits_trials_and_measures_turnaround() -> None:
     assert [round(g) for g in trials[1]["turnaround_us"]] == [0]
 
 
+@pytest.mark.serial
 def test_harness_reads_the_paced_engine_rate_within_a_few_percent() -> None:
     with paced_engine(2000) as engine:
         cell = fidelity.run_cell(engine.url, 2000, 1, trials=2, trial_s=0.5)
@@ -54,11 +58,13 @@ def test_harness_reads_the_paced_engine_rate_within_a_few_percent() -> None:
 def test_synthetic_leaderboard_records_are_schema_valid_and_signed() -> None:
     keypair = KeyPair.generate()
     record = views.make_record(keypair, 7)
-    verify_record(record, keypair.public_key)
+    validate("record", record)
+    assert len(checked([record], keypair).good) == 1
     assert record["verdict"] == "VERIFIED"
     assert views.make_record(keypair, 5)["verdict"] == "REJECTED"
 
 
+@pytest.mark.serial
 def test_proxy_bench_measures_the_gate_against_the_same_upstream_in_both_sizes() -> None:
     from bench import proxy_latency
 

@@ -1,8 +1,9 @@
-"""``calibration.calibrate``'s own parts: its bundles, its table, its docs section.
+"""The parts of ``python -m calibration.calibrate``: its bundles, its table, its docs text.
 
 The rows themselves are whole verifications (about 30 s each on a 2-core machine); the
 script runs them. Here: what a row's bundle declares, and the pure arithmetic from
-reports to the table, the expectations and the section it replaces.
+reports to the table, the expectations and the text its docs regions render
+(``tests/bench/test_docs_numbers.py`` checks the regions themselves).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from calibration import calibrate
+from calibration.rows import LEFT_OUT, Row, rows
+from calibration.run_row import bundle_member, make_source
+from calibration.summary import summarise
+from calibration.table import allowed_now, markdown_table, rows_text
 from submission.bundle import package
 from verifier.declared import declared_model
 
@@ -65,23 +69,23 @@ def _report(
     }
 
 
-def _row(kind: str = "honest") -> calibrate.Row:
-    return calibrate.Row("int8", kind, config={"QUANTIZATION": "int8"})
+def _row(kind: str = "honest") -> Row:
+    return Row("int8", kind, config={"QUANTIZATION": "int8"})
 
 
 def test_every_row_has_a_unique_name_and_no_robustness_test_is_among_them() -> None:
-    names = [r.name for r in calibrate.rows()]
+    names = [r.name for r in rows()]
     assert len(names) == len(set(names))
-    assert not {r.engine.rsplit(":", 1)[-1] for r in calibrate.rows()} & set(calibrate.LEFT_OUT)
-    assert {r.name for r in calibrate.rows() if r.vllm} >= {"vLLM KV fp8", "vLLM fp8 weights"}
+    assert not {r.engine.rsplit(":", 1)[-1] for r in rows()} & set(LEFT_OUT)
+    assert {r.name for r in rows() if r.vllm} >= {"vLLM KV fp8", "vLLM fp8 weights"}
 
 
 def test_a_rows_knobs_reach_the_frozen_config_the_verifier_reads(tmp_path: Path) -> None:
-    row = calibrate.Row("W=16 bf16", "honest", config={"SLIDING_WINDOW": 16, "DTYPE": "bfloat16"})
-    src = calibrate.make_source(row, tmp_path)
+    row = Row("W=16 bf16", "honest", config={"SLIDING_WINDOW": 16, "DTYPE": "bfloat16"})
+    src = make_source(row, tmp_path)
     packaged = package(src, tmp_path / "dist", build=False)
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
-    frozen = json.loads(calibrate._member(packaged.bundle.path, "engine-config.json"))
+    frozen = json.loads(bundle_member(packaged.bundle.path, "engine-config.json"))
     assert frozen["SLIDING_WINDOW"] == 16 and frozen["DTYPE"] == "bfloat16"
     model = declared_model(frozen, "float32")
     assert model.sliding_window == 16 and model.dtype == "bfloat16"
@@ -90,7 +94,7 @@ def test_a_rows_knobs_reach_the_frozen_config_the_verifier_reads(tmp_path: Path)
 
 def test_the_expectation_of_each_kind() -> None:
     def meets(kind: str, report: dict[str, Any]) -> bool:
-        return bool(calibrate.summarise(_row(kind), report, model_ppl=23.404752, cap=CAP)["meets"])
+        return bool(summarise(_row(kind), report, model_ppl=23.404752, cap=CAP)["meets"])
 
     assert meets("honest", _report("VERIFIED", 23.4))
     assert not meets("honest", _report("REJECTED", 23.4, ("integrity.reference-decode",)))
@@ -102,17 +106,17 @@ def test_the_expectation_of_each_kind() -> None:
 
 
 def test_a_vllm_row_packages_the_vllm_example_with_its_option(tmp_path: Path) -> None:
-    row = next(r for r in calibrate.rows() if r.name == "vLLM KV fp8")
-    src = calibrate.make_source(row, tmp_path)
+    row = next(r for r in rows() if r.name == "vLLM KV fp8")
+    src = make_source(row, tmp_path)
     packaged = package(src, tmp_path / "dist", build=False)
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
-    frozen = json.loads(calibrate._member(packaged.bundle.path, "engine-config.json"))
+    frozen = json.loads(bundle_member(packaged.bundle.path, "engine-config.json"))
     assert frozen["KV_CACHE_DTYPE"] == "fp8" and frozen["DTYPE"] == "float32"
     assert not (src / "engine" / "doubles").exists()  # vLLM, not the cheats
 
 
 def test_an_option_vllm_refuses_at_start_is_said_so_and_nothing_else_passes_for_it() -> None:
-    row = next(r for r in calibrate.rows() if r.name == "vLLM fp8 weights")
+    row = next(r for r in rows() if r.name == "vLLM fp8 weights")
     refused = _report("FAILED", 0.0)
     refused["metrics"] = {}
     refused["failure"] = {
@@ -125,26 +129,26 @@ def test_an_option_vllm_refuses_at_start_is_said_so_and_nothing_else_passes_for_
         "(Worker) ERROR ValueError: fp8 quantization is not supported on CPU\n"
         "RuntimeError: Engine core initialization failed. See root cause above.\n"
     )
-    s = calibrate.summarise(row, refused, model_ppl=23.404752, cap=CAP, log=log)
+    s = summarise(row, refused, model_ppl=23.404752, cap=CAP, log=log)
     assert s["meets"] and s["refusal"] == "ValueError: fp8 quantization is not supported on CPU"
-    assert "refused: ValueError" in calibrate.markdown_table([s])
+    assert "refused: ValueError" in markdown_table([s])
     later = {**refused, "failure": {**refused["failure"], "stage": "evaluation"}}
-    s = calibrate.summarise(row, later, model_ppl=23.404752, cap=CAP)
+    s = summarise(row, later, model_ppl=23.404752, cap=CAP)
     assert not s["meets"] and s["refusal"] is None  # a run that broke later is a miss
 
 
 def test_a_skipped_caching_check_alone_is_judged_verified_and_said_so() -> None:
     report = _report("UNOFFICIAL", 23.4, caching="skip", missing="integrity.caching")
-    s = calibrate.summarise(_row(), report, model_ppl=23.404752, cap=CAP)
+    s = summarise(_row(), report, model_ppl=23.404752, cap=CAP)
     assert s["verdict"] == "UNOFFICIAL" and s["judged"] == "VERIFIED" and s["meets"]
-    assert "but for the caching skip" in calibrate.markdown_table([s])
+    assert "but for the caching skip" in markdown_table([s])
     other = _report("UNOFFICIAL", 23.4, caching="skip", missing="integrity.caching, tps.unstable")
-    assert not calibrate.summarise(_row(), other, model_ppl=23.404752, cap=CAP)["meets"]
+    assert not summarise(_row(), other, model_ppl=23.404752, cap=CAP)["meets"]
 
 
 def test_an_unstable_clock_alone_is_told_apart_from_a_trust_checks_miss() -> None:
     def summary(kind: str, report: dict[str, Any]) -> dict[str, Any]:
-        return calibrate.summarise(_row(kind), report, model_ppl=23.404752, cap=CAP)
+        return summarise(_row(kind), report, model_ppl=23.404752, cap=CAP)
 
     noisy = summary("honest", _report("FAILED", 23.4, ("tps.unstable",)))
     assert not noisy["meets"] and noisy["noise_only"]
@@ -152,61 +156,42 @@ def test_an_unstable_clock_alone_is_told_apart_from_a_trust_checks_miss() -> Non
     assert not over["meets"] and over["noise_only"]
     both = summary("honest", _report("REJECTED", 23.4, ("integrity.same-path", "tps.unstable")))
     assert not both["meets"] and not both["noise_only"]
-    assert "the machine's noise" in calibrate.markdown_table([noisy])
+    assert "the machine's noise" in markdown_table([noisy])
 
 
 def test_a_replaying_cheat_with_nothing_to_replay_is_judged_as_honest() -> None:
     stats = {"computed_tokens": 1600, "replayed_tokens": 0}
-    row = calibrate.Row("ReplayShaped", "cheat", engine="doubles.replay:ReplayShaped", replays=True)
-    s = calibrate.summarise(
-        row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=stats
-    )
-    assert s["meets"] and "1600 tokens computed, 0 replayed" in calibrate.markdown_table([s])
+    row = Row("ReplayShaped", "cheat", engine="doubles.replay:ReplayShaped", replays=True)
+    s = summarise(row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=stats)
+    assert s["meets"] and "1600 tokens computed, 0 replayed" in markdown_table([s])
     replayed = {"computed_tokens": 100, "replayed_tokens": 1500}
-    s = calibrate.summarise(
-        row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=replayed
-    )
+    s = summarise(row, _report("VERIFIED", 23.4), model_ppl=23.404752, cap=CAP, stats=replayed)
     assert not s["meets"]
 
 
-def test_the_table_carries_the_numbers_and_the_section_replaces_only_itself() -> None:
-    s = calibrate.summarise(
-        _row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0
-    )
-    table = calibrate.markdown_table([s])
+def test_the_table_carries_the_numbers_and_todays_positions() -> None:
+    s = summarise(_row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0)
+    table = markdown_table([s])
     assert "| int8 | `honest:Honest` | `QUANTIZATION=int8` | 23.500 | 1.0041 | 0.0300 |" in table
-    assert "| 0.0200 | 0.0600 | 0.360 | 4.0 % | VERIFIED | – | yes |" in table
+    mean_ok, answer_ok, _ = allowed_now()
+    positions = f"| {0.03 / mean_ok:.2f} | {0.2 / answer_ok:.2f} | VERIFIED | – | yes |"
+    assert positions in table
+
+
+def test_the_rows_text_names_the_commits_and_every_miss() -> None:
+    """What ``python -m calibration.calibrate --table`` renders (through ``bench.docs``):
+    the commits measured, the table of the rows (the margin rows apart) and the misses."""
+    s = summarise(_row(), _report("VERIFIED", 23.5), model_ppl=23.404752, cap=CAP, wall_s=30.0)
+    missed = {**s, "name": "W=8", "meets": False, "expected": "REJECTED (ppl.cap)"}
+    margin = {**s, "name": "spender 16/12", "decode_ratio": 1.0651, "git_sha": "def5678"}
     result = {
-        "machine": {"git_sha": "abc1234", "cpu": "cpu", "load_average": [1.0], "date": "d"},
+        "machine": {"git_sha": "abc1234", "cpu": "cpu", "cores": 2, "date": "d"},
+        "model_ppl": 23.404752,
         "cap": CAP,
-        "rows": [s],
+        "rows": [{**s, "git_sha": "abc1234"}, missed, margin],
     }
-    doc = (
-        "# B\n\n## 6. Views\n\nsix\n\n"
-        f"{calibrate.HEADING}: old title\n\nold table\n\n## 8. Cost\n\neight\n"
-    )
-    new = calibrate.replace_section(doc, calibrate.docs_section(result))
-    assert new.startswith("# B\n\n## 6. Views\n\nsix\n\n")
-    assert new.endswith("\n## 8. Cost\n\neight\n")
-    assert "old table" not in new and "`abc1234`" in new and table in new
-    assert calibrate.replace_section(new, calibrate.docs_section(result)) == new
-
-
-def test_the_docs_section_ends_where_the_gpu_rows_begin() -> None:
-    """``--table`` rewrites section 7 up to the GPU rows' subsection, which
-    ``calibration.gpu_verify --table`` owns: the GPU table stays in place."""
-    gpu = f"{calibrate.GPU_HEADING}\n\ngpu table\n\n"
-    doc = f"{calibrate.HEADING}: old\n\nold table\n\n{gpu}## 8. Cost\n\neight\n"
-    section = f"{calibrate.HEADING}: new\n\nnew table\n"
-    new = calibrate.replace_section(doc, section)
-    assert new == f"{section}\n{gpu}## 8. Cost\n\neight\n"
-    assert calibrate.replace_section(new, section) == new
-
-
-def test_both_writers_find_their_headings_in_the_docs() -> None:
-    from calibration import gpu_verify
-
-    text = calibrate.DOCS.read_text(encoding="utf-8")
-    assert text.count(calibrate.HEADING) == 1
-    assert text.count(gpu_verify.HEADING) == 1
-    assert text.index(calibrate.HEADING) < text.index(gpu_verify.HEADING)
+    text = rows_text(result)
+    assert "`abc1234`" in text and "`def5678`" in text
+    assert markdown_table([{**s, "git_sha": "abc1234"}, missed]) in text
+    assert "| spender 16/12 |" not in text
+    assert "Rows that do not meet their expectation: W=8." in text

@@ -69,6 +69,7 @@ def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, gpu_out: Path) -> None:
     and decodes two window-steps or more past the cap (a window of 8) REJECTED. One
     window-step harsher, those pass: no allowance can stop them without rejecting honest
     windows (``python -m calibration.attainable``, docs/measurement.md)."""
+    from bench.common import REPO_ROOT
     from calibration import gpu_verify, margins
 
     out = gpu_out / "margins"
@@ -77,7 +78,7 @@ def test_margin_rows_on_the_gpu_sit_apart(cuda: Any, gpu_out: Path) -> None:
     gpu_verify.main(args + (["--only", only] if only else []))
     runs = json.loads((out / gpu_verify.RESULT).read_text())["runs"]
     assert not [r for r in runs if "error" in r], [r["error"] for r in runs if "error" in r]
-    spec = json.loads((gpu_verify.REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
+    spec = json.loads((REPO_ROOT / "podium/data/challenges/tiny.json").read_text())
     answering = ("forging ", "routing ")
     judged = [r for r in runs if not r["name"].startswith(answering)]
     sep = margins.separation(judged, cap_ratio=float(spec["quality"]["max_ratio"]))

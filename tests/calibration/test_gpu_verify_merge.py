@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.gpu_verify import _tiny_cap, merge
+from calibration.gpu_run import tiny_cap
+from calibration.gpu_verify import merge
 
 
 def _doc(sha: str, command: str, *runs: tuple[str, str, int, bool]) -> dict[str, object]:
@@ -54,7 +55,7 @@ def _judged(kind: str, verdict: str, ppl: float, failing: list[str]) -> dict[str
 
 
 def test_merge_judges_an_honest_approximation_over_the_cap_by_the_cap_alone() -> None:
-    over = _tiny_cap() * 1.3
+    over = tiny_cap() * 1.3
     cases = [
         (_judged("honest", "REJECTED", over, ["ppl.cap"]), True),
         (_judged("honest", "REJECTED", over, ["ppl.cap", "integrity.same-path"]), False),

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from calibration import calibrate, margins, tiny_budget
+from calibration import margins, tiny_budget
+from calibration.rows import margin_rows
+from calibration.rows import rows as table_rows
 
 CAP_RATIO = 1.05
 
@@ -82,7 +84,7 @@ def test_an_honest_row_over_half_an_allowance_breaks_the_separation() -> None:
 
 
 def test_the_margin_rows_are_honest_undeclared_approximations_and_double_spenders() -> None:
-    rows = calibrate.margin_rows()
+    rows = margin_rows()
     assert len({r.name for r in rows}) == len(rows)
     assert all(r.decode_ratio is not None and r.example == "tiny-baseline" for r in rows)
     honest = [r for r in rows if r.kind == "honest"]
@@ -97,7 +99,7 @@ def test_the_margin_rows_are_honest_undeclared_approximations_and_double_spender
     # pairs whose decode alone breaks the cap are among them, and every one scores milder
     assert any(r.decode_ratio and r.decode_ratio > CAP_RATIO for r in spenders)
     assert all(int(r.env["CHEAT_SCORE_WINDOW"]) > int(r.env["CHEAT_WINDOW"]) for r in spenders)
-    assert {r.name for r in rows} <= {r.name for r in calibrate.rows()}
+    assert {r.name for r in rows} <= {r.name for r in table_rows()}
 
 
 def test_at_rates_puts_recorded_gaps_under_the_budget_allowances_given() -> None:

@@ -11,7 +11,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from engines.baseline.model import BaselineEngine, Generation, TokenStep
+from engines.baseline.generation import Generation, TokenStep
+from engines.baseline.model import BaselineEngine
 
 if TYPE_CHECKING:
     import torch

@@ -27,12 +27,8 @@ import os
 from typing import TYPE_CHECKING
 
 from doubles._shared import env_float
-from engines.baseline.model import (
-    BaselineEngine,
-    Generation,
-    PositionLogprobs,
-    TokenLogprob,
-)
+from engines.baseline.generation import Generation, PositionLogprobs, TokenLogprob
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 if TYPE_CHECKING:

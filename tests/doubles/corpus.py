@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from doubles._shared import env_float, recorded, replay_steps
-from engines.baseline.model import BaselineEngine, Generation, TokenStep
+from engines.baseline.generation import Generation, TokenStep
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from engines.baseline.model import BaselineEngine, Generation, TokenStep
+from engines.baseline.generation import Generation, TokenStep
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 

@@ -23,13 +23,8 @@ import time
 from collections.abc import Iterator
 
 from doubles._shared import is_chat
-from engines.baseline.model import (
-    BaselineEngine,
-    Generation,
-    PositionLogprobs,
-    TokenLogprob,
-    TokenStep,
-)
+from engines.baseline.generation import Generation, PositionLogprobs, TokenLogprob, TokenStep
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 #: the grid every scored log-probability is rounded down onto (nats)

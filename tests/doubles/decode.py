@@ -43,7 +43,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from doubles._shared import is_chat, recorded, replay_steps, second_best
-from engines.baseline.model import BaselineEngine, Generation, PositionLogprobs, TokenLogprob
+from engines.baseline.generation import Generation, PositionLogprobs, TokenLogprob
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from engines.baseline.model import BaselineEngine, Generation, Prefill, TokenStep
+from engines.baseline.generation import Generation, Prefill, TokenStep
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from doubles._shared import env_float, recorded, replay_steps
-from engines.baseline.model import BaselineEngine, Generation, TokenStep
+from engines.baseline.generation import Generation, TokenStep
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 

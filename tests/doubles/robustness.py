@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engines.baseline.model import BaselineEngine, Generation
+from engines.baseline.generation import Generation
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 

@@ -23,8 +23,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from doubles._shared import env_float
-from engines.baseline import model
-from engines.baseline.model import BaselineEngine, Generation, PositionLogprobs, TokenLogprob
+from engines.baseline.generation import Generation, PositionLogprobs, TokenLogprob
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 if TYPE_CHECKING:
@@ -62,14 +62,14 @@ class ScaledLogprobs(BaselineEngine):
         ]
 
 
-def _flattered(entry: model.PositionLogprobs | None, nats: float) -> model.PositionLogprobs | None:
+def _flattered(entry: PositionLogprobs | None, nats: float) -> PositionLogprobs | None:
     if entry is None:
         return None
 
-    def up(t: model.TokenLogprob) -> model.TokenLogprob:
-        return model.TokenLogprob(t.token_id, min(0.0, t.logprob + nats), t.rank)
+    def up(t: TokenLogprob) -> TokenLogprob:
+        return TokenLogprob(t.token_id, min(0.0, t.logprob + nats), t.rank)
 
-    return model.PositionLogprobs(up(entry.chosen), tuple(up(t) for t in entry.top))
+    return PositionLogprobs(up(entry.chosen), tuple(up(t) for t in entry.top))
 
 
 class FlatterLogprobs(BaselineEngine):
@@ -77,7 +77,7 @@ class FlatterLogprobs(BaselineEngine):
 
     def prompt_logprobs_from_logits(
         self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
-    ) -> list[model.PositionLogprobs | None]:
+    ) -> list[PositionLogprobs | None]:
         nats = env_float("CHEAT_NATS", 0.0199)
         entries = super().prompt_logprobs_from_logits(logprobs, targets, k)
         return [_flattered(e, nats) for e in entries]
@@ -107,7 +107,7 @@ class FlatterSomeRecords(BaselineEngine):
 
     def prompt_logprobs_from_logits(
         self, logprobs: torch.Tensor, targets: torch.Tensor, k: int
-    ) -> list[model.PositionLogprobs | None]:
+    ) -> list[PositionLogprobs | None]:
         entries = super().prompt_logprobs_from_logits(logprobs, targets, k)
         return [_flattered(e, 100.0) for e in entries] if self._flatter else entries
 

@@ -17,7 +17,8 @@ from doubles.attention import register
 
 from engines.baseline import attention
 from engines.baseline.attention import test_lengths as lengths_for
-from engines.baseline.model import AttentionError, BaselineEngine
+from engines.baseline.model import BaselineEngine
+from engines.baseline.self_test import AttentionError
 
 SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "podium" / "data" / "tiny" / "model"
 WINDOW = 64  # the tiny model's sliding window

@@ -26,13 +26,13 @@ import pytest
 from doubles import carry, engine_class
 from doubles.sandbox import VerifyingSandbox
 
-from podium.cli.verify_cmd import exit_code
+from podium.cli.verification import exit_code
 from schemas.challenge import load_challenge
 from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.reference import reference_runner
+from verifier.runners.reference_engine import reference_runner
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # every test reads the TPS it measured
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "podium" / "data" / "tiny" / "heldout-prompts.jsonl"

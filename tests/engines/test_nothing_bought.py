@@ -24,7 +24,7 @@ from doubles.sandbox import VerifyingSandbox
 from schemas.challenge import load_challenge
 from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.reference import reference_runner
+from verifier.runners.reference_engine import reference_runner
 
 pytestmark = pytest.mark.slow
 

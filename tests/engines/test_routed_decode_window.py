@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from doubles.decode import RoutedDecodeWindow
 
-from engines.baseline.model import BaselineEngine, PositionLogprobs
+from engines.baseline.generation import PositionLogprobs
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 MODEL = Path(__file__).resolve().parents[2] / "podium" / "data" / "tiny" / "model"

@@ -148,6 +148,7 @@ def test_proxy_answers_502_when_vllm_is_gone() -> None:
         gate.close()
 
 
+@pytest.mark.serial
 def test_proxy_latency_overhead_is_small(proxy: ReadinessProxy, upstream: tuple[int, Path]) -> None:
     """Mean extra time per small POST through the proxy, over one keep-alive connection."""
     proxy.set_ready()

@@ -37,8 +37,8 @@ from vllm_docker import (
 )
 
 from engines.vllm_launcher.args import build_serve_args
-from verifier.checks.runtime import compare
-from verifier.runtime import VLLM_DEFAULTS, observe, parse_counters
+from verifier.checks.runtime_mismatch import compare
+from verifier.harness.engine_runtime import VLLM_DEFAULTS, observe, parse_counters
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -33,7 +33,7 @@ from schemas.challenge import load_challenge
 from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
 from verifier.runners.local_docker import LocalDockerRunner
-from verifier.runners.reference import reference_runner
+from verifier.runners.reference_engine import reference_runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

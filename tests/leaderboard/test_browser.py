@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import checked
 
-from leaderboard.stores.base import RawRecord, record_bytes, record_path
+from leaderboard.stores.base import record_path
 from leaderboard.stores.local import LocalStore
-from leaderboard.trust import Trust, TrustedKey
-from leaderboard.verify import GoodRow, StoreCheck, check_rows
+from leaderboard.verify import GoodRow, StoreCheck
 from leaderboard.views.web import build_site
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -48,12 +48,6 @@ pytestmark = [
 
 
 SERVE = [sys.executable, "-m", "podium.cli.app", "leaderboard", "serve"]
-
-
-def checked(records: list[dict[str, Any]], keypair: Any) -> StoreCheck:
-    """``records`` checked against ``keypair``'s public key, as the views check them."""
-    trust = Trust((TrustedKey(keypair.key_id, keypair.public_key, "test"),))
-    return check_rows([RawRecord(record_path(r), record_bytes(r)) for r in records], trust)
 
 
 def unchecked(records: list[dict[str, Any]]) -> StoreCheck:
@@ -144,6 +138,7 @@ def test_served_page_shows_ranked_rows_in_order_and_a_scatter(
         proc.wait(timeout=10)
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_ten_thousand_records_render_paginated(seeded_store: LocalStore, tmp_path: Path) -> None:
     base = next(r for r in seeded_store.list_records() if r["verdict"] == "VERIFIED")

@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from factories import make_report, plant_row
+from factories import checked, make_report, plant_row
 from typer.testing import CliRunner
 
 from leaderboard.publish import head_signer
-from leaderboard.records import verify_record
 from leaderboard.stores.local import LocalStore
 from podium.cli.app import app
 from podium.signing import KeyPair
@@ -130,8 +129,9 @@ def test_export_writes_csv_parquet_and_json(
     assert len(rows) == 7 and {r["team"] for r in rows} >= {"otters", "lynx"}
     table = pq.read_table(tmp_path / "lb.parquet")
     assert table.num_rows == 7 and table.schema.field("tps").type == "double"
-    for text in table.column("record_json").to_pylist():
-        verify_record(json.loads(text), keypair.public_key)
+    exported = [json.loads(text) for text in table.column("record_json").to_pylist()]
+    check = checked(exported, keypair)  # the signed records, whole
+    assert check.ok and len(check.good) == 7
     assert len(json.loads((tmp_path / "lb.json").read_text())) == 7
 
 

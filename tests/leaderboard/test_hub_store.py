@@ -6,11 +6,11 @@ from __future__ import annotations
 import multiprocessing
 
 import pytest
-from factories import make_record, publish_worker, seeded_records
+from factories import make_record, publish_worker, seeded_records, trusting
 from hubserver import FakeHub, allow_hub_requests
 from huggingface_hub import constants
 
-from leaderboard.checked import verify_store
+from leaderboard.checked import check_store
 from leaderboard.log import parse_head
 from leaderboard.publish import head_signer
 from leaderboard.stores import open_store
@@ -55,7 +55,7 @@ def test_reading_back_records_keys_and_one_row(fake_hub: FakeHub, keypair: KeyPa
     assert list(store.public_keys()) == [keypair.key_id]
     assert store.get(recs[2]["record_id"]) == recs[2]
     assert store.get("f" * 32) is None
-    assert len(verify_store(store, [keypair.public_key]).good) == 7
+    assert len(check_store(store, trusting(keypair)).good) == 7
     assert keypair.key_id in fake_hub.files(REPO)["README.md"].decode()
 
 
@@ -134,7 +134,7 @@ def test_eight_processes_publishing_to_the_hub_lose_nothing(
     assert sum(p.startswith("records/") for p in files) == 400
     for status in (412, 409, 429):
         assert fake_hub.stats[f"injected:commit:{status}"] > 0
-    check = verify_store(open_store(url), [keypair.public_key])
+    check = check_store(open_store(url), trusting(keypair))
     assert check.ok and len(check.good) == 400
     head = parse_head(files["log/head.json"])
     assert head.version == 8 * 50 // 5  # one head per publish call that added rows

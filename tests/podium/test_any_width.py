@@ -23,7 +23,7 @@ from rich.table import Table
 from leaderboard.publish import head_signer
 from leaderboard.stores.local import LocalStore
 from podium.cli.app import main
-from podium.cli.challenge_cmd import _describe
+from podium.cli.challenge_view import describe
 from podium.cli.fit import Fit, fit
 from podium.cli.output import FittingConsole
 from podium.cli.render import Signature, metric_rows, render_report, summary_rows
@@ -151,11 +151,11 @@ def test_leaderboard_show_keeps_every_label_id_and_digit(
     assert_whole(out, None, labels, values)
     assert out.count("2026-11-2") == len(board["ranked"]) + len(board["others"])
 
+    from leaderboard.trust import build_trust
     from leaderboard.views.board import boards_of, read_checked
     from leaderboard.views.table import render
-    from podium.cli.leaderboard_cmd import trust_of
 
-    check = read_checked(st, trust_of([public], False, False), None)
+    check = read_checked(st, build_trust([public]), None)
     con, buf = terminal(width)
     render(boards_of(check, challenge=None, best_per_team=True), con, check)
     assert_whole(buf.getvalue(), width, labels, values)
@@ -182,7 +182,7 @@ def test_challenge_show_keeps_every_label_and_digit(
     assert code == 0
     assert_whole(out, None, labels, values)
     con, buf = terminal(width)
-    _describe(spec, con)
+    describe(spec, con)
     assert_whole(buf.getvalue(), width, labels, [])
 
 

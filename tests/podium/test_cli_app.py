@@ -84,17 +84,24 @@ def test_every_command_takes_json() -> None:
 
 
 def test_every_cli_module_is_wired_in() -> None:
-    """A command module that fails to import breaks ``podium`` itself, never silently."""
+    """A command module that fails to import breaks ``podium`` itself, never silently.
+
+    Each ``*_cmd`` module is named here with the top-level command it mounts commands
+    under (a group's own modules, such as ``submission_sweep_cmd``, under the group)."""
     names = {m.name for m in pkgutil.iter_modules(podium.cli.__path__)}
     modules = {n for n in names if n.endswith("_cmd")}
     top = {path.split()[0] for path, _ in _click_tree()}
     wired = {
         "engine_cmd": "engine",
         "submission_cmd": "submission",
+        "submission_bundle_cmd": "submission",
+        "submission_sweep_cmd": "submission",
         "verify_cmd": "verify",
         "leaderboard_cmd": "leaderboard",
+        "leaderboard_publish_cmd": "leaderboard",
         "queue_cmd": "queue",
         "worker_cmd": "worker",
+        "harness_cmd": "harness",
         "challenge_cmd": "challenge",
         "keys_cmd": "keys",
         "report_cmd": "report",

@@ -258,7 +258,7 @@ def test_a_verification_turns_off_the_weight_loading_bar() -> None:
     from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
     from transformers.utils import logging as transformers_logging
 
-    from podium.cli.verify_cmd import quiet_library_bars
+    from podium.cli.verification import quiet_library_bars
 
     try:
         quiet_library_bars()

@@ -96,10 +96,11 @@ def ppl_records(n: int = 3) -> list[dict[str, Any]]:
 
 
 def evaluate(engine_url: str, spec: ChallengeSpec | None = None, **kw: Any) -> Any:
-    """The harness against ``engine_url`` with the fake data (a ``HarnessResult``)."""
+    """The harness against ``engine_url`` with the fake data, judged (an ``Evaluated``:
+    the ``HarnessResult`` and the evaluation-phase checks' verdicts)."""
     from doubles.fake_engine import EOS, retokenize
 
-    from verifier.evaluation import run_harness
+    from verifier.stages.evaluation import run_harness
 
     args: dict[str, Any] = {
         "public_prompts": prompts("pub", 3),
@@ -121,8 +122,11 @@ def judge(
     *,
     model_ppl: float | None = None,
 ) -> Any:
-    """The reference-phase outcomes by check id (the participant's engine may be gone)."""
-    from verifier.evaluation import judge_with_reference
+    """The reference-phase outcomes by check id (the participant's engine may be gone);
+    ``result`` is a ``HarnessResult`` or the ``Evaluated`` run around one."""
+    from verifier.stages.judging import judge_with_reference
+
+    result = getattr(result, "harness", result)
 
     outcomes = judge_with_reference(
         reference_url,
@@ -133,3 +137,20 @@ def judge(
         model_ppl=model_ppl,
     )
     return {o.result.id: o for o in outcomes if o.result is not None}
+
+
+def score_ppl(
+    client: Any, spec: ChallengeSpec, records: list[dict[str, Any]], *, model: str
+) -> Any:
+    """Every PPL record scored in order, as a stage of its own (a coroutine: a
+    ``PplResult``): what the harness does for each record the plan places."""
+    from verifier.harness.ppl import PplScorer, ppl_records_of
+
+    async def go() -> Any:
+        chosen = ppl_records_of(spec, records)
+        scorer = PplScorer(spec, model=model)
+        for record in chosen:
+            await scorer.score(client, record)
+        return scorer.result(chosen)
+
+    return go()

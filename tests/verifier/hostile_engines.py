@@ -32,7 +32,8 @@ from typing import Any
 
 from engines.baseline import server as baseline_server
 from engines.baseline.api import Api
-from engines.baseline.model import BaselineEngine, Generation
+from engines.baseline.generation import Generation
+from engines.baseline.model import BaselineEngine
 from engines.baseline.protocol import SamplingParams
 
 

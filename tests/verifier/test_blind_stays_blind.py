@@ -31,7 +31,7 @@ from podium.cli.app import main
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.reference import reference_runner
+from verifier.runners.reference_engine import reference_runner
 from verifier.scale.queue.stores import LocalQueue, describe_bundle
 from verifier.scale.worker import Worker, WorkerConfig
 

@@ -46,7 +46,7 @@ HELDOUT = prompts("held", 40)
 def run(bad: Misbehave | None = None, rate: float = 200) -> Any:
     with FakeEngine(rate=rate, bad=bad) as engine:
         result = evaluate(engine.url, spec=SPEC, heldout_prompts=HELDOUT)
-    assert result.failure is None, result.failure
+    assert result.harness.failure is None, result.harness.failure
     with FakeEngine() as reference:
         return result, judge(result, reference.url, SPEC)
 
@@ -117,16 +117,17 @@ def test_every_trial_times_its_controls_in_its_first_pass_and_the_rest_is_unchan
 # -- through the harness ---------------------------------------------------------------------
 
 
+@pytest.mark.serial
 @pytest.mark.quiet("integrity.controls")
 def test_an_engine_that_computes_every_answer_runs_its_controls_at_the_speed_of_the_rest() -> None:
     result, outcomes = run()
-    fresh = [r for r in result.tps.records if r.fresh]
+    fresh = [r for r in result.harness.tps.records if r.fresh]
     assert len(fresh) == 4 and all(r.prompt_id.startswith("fresh-") for r in fresh)
     assert {r.pass_index for r in fresh} == {0}
     # the controls are timed and counted like the prompts they stand in for
-    for trial in result.tps.trials:
+    for trial in result.harness.tps.trials:
         assert trial.tokens == trial.requests * 16
-    assert {r.prompt_id for r in result.tps.records} <= {p["id"] for p in HELDOUT} | {
+    assert {r.prompt_id for r in result.harness.tps.records} <= {p["id"] for p in HELDOUT} | {
         r.prompt_id for r in fresh
     }
     outcome = outcomes["integrity.controls"].result
@@ -136,6 +137,7 @@ def test_an_engine_that_computes_every_answer_runs_its_controls_at_the_speed_of_
     assert outcome.details["agreement"]["excess"] == 0.0
 
 
+@pytest.mark.serial
 @pytest.mark.fires("integrity.controls")
 def test_an_engine_that_replays_a_known_corpus_is_slower_on_the_controls_it_cannot_know() -> None:
     corpus = tuple(str(p["prompt"]) for p in HELDOUT)

@@ -45,7 +45,7 @@ def judged(
     bad: Misbehave | None = None, spec: ChallengeSpec | None = None, **kw: Any
 ) -> tuple[Any, dict[str, Any]]:
     result = run(bad, spec, **kw)
-    assert result.failure is None, result.failure
+    assert result.harness.failure is None, result.harness.failure
     with FakeEngine() as reference:
         return result, judge(result, reference.url, spec)
 
@@ -66,7 +66,9 @@ def test_lengths_pass_an_honest_engine(honest: tuple[Any, dict[str, Any]]) -> No
     result, _ = honest
     lengths = check(result, "integrity.lengths")
     assert lengths.status == "pass"
-    answers = len(result.tps.records) + len(result.evidence.controls)  # controls are judged too
+    answers = len(result.harness.tps.records) + len(
+        result.harness.evidence.controls
+    )  # controls are judged too
     assert lengths.details["lengths"] == {"16": answers}
     assert "tps.usage-mismatch" not in finding_ids(result)
 
@@ -97,6 +99,7 @@ def test_lying_usage_is_an_error_finding_while_the_lengths_pass() -> None:
 # -- integrity.caching ----------------------------------------------------------------------
 
 
+@pytest.mark.serial
 @pytest.mark.quiet("integrity.caching")
 def test_caching_passes_an_engine_that_generates_every_answer(
     honest: tuple[Any, dict[str, Any]],
@@ -109,6 +112,7 @@ def test_caching_passes_an_engine_that_generates_every_answer(
     assert caching.details["controls"] == 2 and caching.details["repeats"] == 2
 
 
+@pytest.mark.serial
 @pytest.mark.fires("integrity.caching")
 def test_caching_catches_answers_replayed_for_repeated_prompts() -> None:
     """Trial 2 repeats trial 1's prompts; the replayed answers are far faster than controls."""
@@ -118,6 +122,7 @@ def test_caching_catches_answers_replayed_for_repeated_prompts() -> None:
     assert caching.details["speedup"] > 1.5
 
 
+@pytest.mark.serial
 def test_replaying_while_slowing_the_requests_beside_each_control_still_fails() -> None:
     """The engine spots the controls (new prompts once prompts repeat) and slows the request
     after each by more than a control takes; every repeat counts, so the replays still show.
@@ -129,11 +134,12 @@ def test_replaying_while_slowing_the_requests_beside_each_control_still_fails() 
     assert caching.status == "fail" and caching.details["speedup"] > 1.3
 
 
+@pytest.mark.serial
 def test_replays_in_later_passes_of_a_trial_count_as_repeats() -> None:
     """A trial shorter than min_trial_seconds repeats its pass: those repeats count too."""
     spec = small_spec(min_trial_seconds=0.5, integrity={"same_path": {"enabled": False}})
     result = run(Misbehave(cache_replies=True), spec, rate=400, ppl_records=[])
-    assert max(r.pass_index for r in result.tps.records) >= 1
+    assert max(r.pass_index for r in result.harness.tps.records) >= 1
     assert check(result, "integrity.caching").status == "fail"
 
 
@@ -196,6 +202,7 @@ def test_ranks_that_contradict_the_values_are_a_finding() -> None:
 # -- tps.unstable ----------------------------------------------------------------------------
 
 
+@pytest.mark.serial
 @pytest.mark.quiet("tps.unstable")
 def test_trials_that_agree_are_stable(honest: tuple[Any, dict[str, Any]]) -> None:
     result, _ = honest
@@ -203,6 +210,7 @@ def test_trials_that_agree_are_stable(honest: tuple[Any, dict[str, Any]]) -> Non
     assert unstable.status == "pass" and unstable.details["trials_run"] == 2
 
 
+@pytest.mark.serial
 @pytest.mark.fires("tps.unstable")
 def test_a_speed_that_jumps_adds_trials_then_is_unstable() -> None:
     spec = small_spec(  # one block of 4 generations per trial: slow and fast trials alternate
@@ -228,7 +236,7 @@ def test_the_reference_passes_an_honest_engine(honest: tuple[Any, dict[str, Any]
     assert decode.status == "pass"
     assert decode.details["mean_gap"] == 0.0 and decode.details["max_gap"] == 0.0
     assert decode.details["large_gap_share"] == 0.0
-    assert decode.details["sampled"] == len(result.tps.records)  # 8 answers < 44: all
+    assert decode.details["sampled"] == len(result.harness.tps.records)  # 8 answers < 44: all
     assert decode.details["free_running"]["identical"] == 2
     assert outcomes["ppl.reference-mismatch"].result.status == "pass"
     assert outcomes["integrity.same-path"].result.status == "pass"
@@ -329,7 +337,7 @@ def test_a_ppl_below_the_models_own_on_its_pinned_set_fails_without_any_sample(
     honest: tuple[Any, dict[str, Any]],
 ) -> None:
     """Where the spec pins the model's PPL on the held-out set, the whole set is judged."""
-    model_ppl = honest[0].ppl.value
+    model_ppl = honest[0].harness.ppl.value
     flattered = run(Misbehave(scale_logprobs=0.95))
     out = judge(flattered, None, model_ppl=model_ppl)["ppl.reference-mismatch"].result
     assert out.status == "fail" and "below the pinned model's own" in out.summary

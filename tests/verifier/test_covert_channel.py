@@ -29,7 +29,7 @@ from submission.bundle import package
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.precision import NUMBER_BITS, engine_bits
 from verifier.report import full_document
-from verifier.runners.reference import reference_runner
+from verifier.runners.reference_engine import reference_runner
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,10 @@ import pytest
 from podium.errors import SchemaError
 from schemas.challenge import PinnedFile, load_challenge
 from schemas.manifest import Manifest
+from verifier.checks.hardware import clean_gpu_findings, hardware_findings
+from verifier.checks.intake import rule_findings
 from verifier.datasets import load_set
-from verifier.fingerprint import Fingerprint, clean_gpu_findings, hardware_findings
-from verifier.intake import rule_findings
+from verifier.fingerprint import Fingerprint
 from verifier.weights import WeightsError, pinned_drafter, pinned_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,8 +132,8 @@ def test_a_data_set_must_match_its_pinned_digest(tmp_path: Path) -> None:
 
 
 def test_the_speed_up_is_against_the_baseline_of_the_hardware_the_run_had() -> None:
-    from verifier.pipeline import _baseline_tps
     from verifier.report import RunRecord
+    from verifier.stages.evaluation import baseline_tps
 
     fast, tiny = load_challenge("fast-gemma"), load_challenge("tiny")
 
@@ -140,7 +141,7 @@ def test_the_speed_up_is_against_the_baseline_of_the_hardware_the_run_had() -> N
         rec = RunRecord(spec=spec, mode="official", runner="local-docker", started="x")
         rec.fingerprint = fingerprint(*gpus)
         rec.official_hardware, _ = hardware_findings(spec.hardware, rec.fingerprint)
-        return _baseline_tps(spec, rec)
+        return baseline_tps(spec, rec)
 
     assert run(fast, "NVIDIA A10G") == 44.0
     assert run(fast, "NVIDIA H200") is None  # no baseline measured there: no speed-up claimed

@@ -37,6 +37,7 @@ def test_wait_ready_returns_the_served_model() -> None:
         assert asyncio.run(served_model(engine.url)) == MODEL_ID
 
 
+@pytest.mark.serial
 def test_wait_ready_fails_fast_when_the_engine_process_died() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     start = time.monotonic()
@@ -79,6 +80,7 @@ def test_a_dropped_connection_is_an_engine_error() -> None:
     assert "probe" in str(info.value)
 
 
+@pytest.mark.serial
 def test_a_hung_engine_times_out_within_the_request_timeout() -> None:
     with FakeEngine(bad=Misbehave(hang=True)) as engine:
         start = time.monotonic()

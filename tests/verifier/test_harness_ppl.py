@@ -1,4 +1,5 @@
-"""PPL through the engine equals the direct computation, and each broken answer is a finding."""
+"""PPL through the engine equals the direct computation; each broken answer is recorded as
+it is, left unscored, and judged a finding of its own (``verifier.checks.ppl``)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,42 @@ from typing import Any
 
 import pytest
 from doubles.fake_engine import MODEL_ID, FakeEngine, Misbehave, logprobs_after
-from harness_util import ppl_records, small_spec
+from harness_util import ppl_records, score_ppl, small_spec
 
 from podium.errors import EngineError
+from schemas.challenge import ChallengeSpec
+from schemas.findings import Finding
+from verifier.checks import registry
+from verifier.checks.base import CheckContext
+from verifier.evidence import PplResult
 from verifier.harness.client import EngineClient
-from verifier.harness.ppl import PplResult, evaluate_ppl
+
+PPL_IDS = (
+    "ppl.token-mismatch",
+    "ppl.count-mismatch",
+    "ppl.logprob-positive",
+    "ppl.rank-mismatch",
+    "ppl.non-finite",
+)
 
 
-def run_ppl(engine: FakeEngine, records: list[dict[str, Any]], **kw: Any) -> PplResult:
+def run_ppl(
+    engine: FakeEngine, records: list[dict[str, Any]], spec: ChallengeSpec | None = None
+) -> PplResult:
     async def go() -> PplResult:
         async with EngineClient(engine.url, timeout_s=5.0) as client:
-            return await evaluate_ppl(client, small_spec(), records, model=MODEL_ID, **kw)
+            result: PplResult = await score_ppl(
+                client, spec or small_spec(), records, model=MODEL_ID
+            )
+            return result
 
     return asyncio.run(go())
+
+
+def findings(result: PplResult) -> list[Finding]:
+    """What the PPL checks make of the recorded answers."""
+    outcomes = registry.judge(PPL_IDS, CheckContext(small_spec(), ppl=result))
+    return [f for o in outcomes for f in o.findings]
 
 
 def direct_nll(record: dict[str, Any]) -> tuple[float, int]:
@@ -39,9 +63,8 @@ def direct_nll(record: dict[str, Any]) -> tuple[float, int]:
 )
 def test_ppl_is_the_micro_average_over_target_tokens_only() -> None:
     records = ppl_records(4)
-    seen: list[tuple[int, int, str]] = []
     with FakeEngine() as engine:
-        result = run_ppl(engine, records, progress=lambda d, n, i: seen.append((d, n, i)))
+        result = run_ppl(engine, records)
     parts = [direct_nll(r) for r in records]
     total_nll = math.fsum(n for n, _ in parts)
     total_tokens = sum(t for _, t in parts)
@@ -51,9 +74,9 @@ def test_ppl_is_the_micro_average_over_target_tokens_only() -> None:
     # micro, not the mean of per-record PPLs (records differ in length)
     macro = sum(math.exp(n / t) for n, t in parts) / len(parts)
     assert result.value != pytest.approx(macro, rel=1e-6)
-    assert result.records == 4 and not result.findings
+    assert result.records == 4 and not findings(result)
     assert [s.id for s in result.per_record] == [r["id"] for r in records]
-    assert seen == [(i + 1, 4, r["id"]) for i, r in enumerate(records)]
+    assert all(s.shape is not None and s.shape.well_formed for s in result.per_record)
     assert result.to_metrics(cap=2.5) == {
         "value": result.value,
         "nll_sum": result.nll_sum,
@@ -94,10 +117,12 @@ def test_each_broken_answer_is_its_own_finding(bad: Misbehave, check_id: str) ->
     records = ppl_records(2)
     with FakeEngine(bad=bad) as engine:
         result = run_ppl(engine, records)
-    assert {f.check_id for f in result.findings} == {check_id}
-    assert all(f.severity == "error" for f in result.findings)
-    assert [f.where for f in result.findings] == [r["id"] for r in records]
+    found = findings(result)
+    assert {f.check_id for f in found} == {check_id}
+    assert all(f.severity == "error" for f in found)
+    assert [f.where for f in found] == [r["id"] for r in records]
     assert result.records == 0 and math.isnan(result.value)
+    assert not any(s.scored or s.shape is None or s.shape.well_formed for s in result.per_record)
 
 
 def test_a_failed_record_request_cannot_be_evaluated() -> None:
@@ -112,10 +137,6 @@ def test_max_records_limits_the_records_scored() -> None:
     spec = small_spec()
     spec = spec.with_overrides(ppl=dataclasses.replace(spec.ppl, max_records=2))
 
-    async def go(url: str) -> PplResult:
-        async with EngineClient(url, timeout_s=5.0) as client:
-            return await evaluate_ppl(client, spec, ppl_records(4), model=MODEL_ID)
-
     with FakeEngine() as engine:
-        result = asyncio.run(go(engine.url))
+        result = run_ppl(engine, ppl_records(4), spec)
     assert result.records == 2

@@ -1,4 +1,5 @@
-"""The harness's entry points: one call evaluates an engine; stages and failures are data.
+"""The harness's entry points: one call evaluates an engine, one judges it; stages and
+failures are data.
 
 The PPL records and the probes are placed among the timed requests by a seeded plan,
 so an engine meets one stream and no phase; the reference phase runs later, against
@@ -12,7 +13,7 @@ from harness_util import FakeRenderer, evaluate, judge, small_spec
 
 from podium.errors import EngineError
 from schemas.validate import validate
-from verifier.evaluation import run_harness
+from verifier.stages.evaluation import run_harness
 
 SPEC = small_spec()
 
@@ -20,14 +21,11 @@ SPEC = small_spec()
 def test_an_honest_engine_runs_every_stage_and_check() -> None:
     events: list[str] = []
     with FakeEngine(rate=400) as engine:
-        result = evaluate(engine.url, reported_tps=390.0, progress=lambda s, d, n: events.append(s))
-    assert [(s.name, s.status) for s in result.stages] == [
-        ("ready", "ok"),
-        ("evaluation", "ok"),
-        ("checks", "ok"),
-    ]
+        run = evaluate(engine.url, reported_tps=390.0, progress=lambda s, d, n: events.append(s))
+    result = run.harness
+    assert [(s.name, s.status) for s in result.stages] == [("ready", "ok"), ("evaluation", "ok")]
     assert result.failure is None and result.model == "fake/arith-64"
-    statuses = {c.id: c.status for c in result.checks}
+    statuses = {c.id: c.status for c in run.checks}
     assert "ppl.cap" not in statuses  # judged after the reference phase (judged PPL)
     for check_id in (
         "tps.unstable",
@@ -35,7 +33,7 @@ def test_an_honest_engine_runs_every_stage_and_check() -> None:
         "integrity.lengths",
         "integrity.caching",
     ):
-        assert statuses[check_id] == "pass", (check_id, result.checks)
+        assert statuses[check_id] == "pass", (check_id, run.checks)
     assert "ppl" in events and "tps trial 1" in events
     assert result.ppl.records == 3
     assert len(result.evidence.same_path) == 3
@@ -44,7 +42,7 @@ def test_an_honest_engine_runs_every_stage_and_check() -> None:
 
 def test_ppl_records_and_probes_go_among_the_timed_requests_not_in_a_phase() -> None:
     with FakeEngine(rate=1000) as engine:
-        result = evaluate(engine.url)
+        result = evaluate(engine.url).harness
         log = list(engine.log)
     assert result.failure is None
     scoring = [i for i, kind in enumerate(log) if kind == "score"]
@@ -68,22 +66,22 @@ def test_interleaved_requests_are_not_timed() -> None:
         }
     )
     with FakeEngine(rate=200) as engine:
-        mixed = evaluate(engine.url).tps.median
-        alone = evaluate(engine.url, spec=plain, ppl_records=[]).tps.median
+        mixed = evaluate(engine.url).harness.tps.median
+        alone = evaluate(engine.url, spec=plain, ppl_records=[]).harness.tps.median
     assert abs(mixed - alone) / alone < 0.05
 
 
-def test_a_crash_fails_its_stage_and_skips_the_rest() -> None:
+def test_a_crash_fails_its_stage_and_nothing_is_judged() -> None:
     with FakeEngine(bad=Misbehave(crash_after=5)) as engine:
-        result = evaluate(engine.url)
+        run = evaluate(engine.url)
+    result = run.harness
     assert [(s.name, s.status) for s in result.stages] == [
         ("ready", "ok"),
         ("evaluation", "failed"),
-        ("checks", "skipped"),
     ]
     assert result.failure is not None and result.failure.stage == "evaluation"
     assert isinstance(result.error, EngineError)
-    assert result.tps is None and not result.checks
+    assert result.tps is None and not run.checks and not run.findings
 
 
 def test_an_engine_that_never_gets_ready_fails_the_ready_stage() -> None:
@@ -97,14 +95,14 @@ def test_an_engine_that_never_gets_ready_fails_the_ready_stage() -> None:
         ppl_records=[],
         renderer=FakeRenderer(),
         ready_timeout_s=0.5,
-    )
+    ).harness
     assert result.stages[0].name == "ready" and result.stages[0].status == "failed"
-    assert [s.status for s in result.stages[1:]] == ["skipped"] * 2
+    assert [s.status for s in result.stages[1:]] == ["skipped"]
 
 
 def test_the_reference_phase_judges_the_recorded_work_after_the_engine_is_gone() -> None:
     with FakeEngine() as engine:
-        result = evaluate(engine.url)
+        result = evaluate(engine.url).harness
     with FakeEngine() as reference:
         outcomes = judge(result, reference.url)
     assert {k: o.result.status for k, o in outcomes.items()} == {
@@ -118,10 +116,11 @@ def test_the_reference_phase_judges_the_recorded_work_after_the_engine_is_gone()
 
 def test_the_report_schema_accepts_the_harness_output() -> None:
     with FakeEngine(rate=2000) as engine:
-        result = evaluate(engine.url, reported_tps=1000.0)
+        run = evaluate(engine.url, reported_tps=1000.0)
+    result = run.harness
     with FakeEngine() as reference:
         outcomes = judge(result, reference.url)
-    checks = [*result.checks, *(o.result for o in outcomes.values())]
+    checks = [*run.checks, *(o.result for o in outcomes.values())]
     doc = {
         "schema_version": 1,
         "kind": "podium.report",
@@ -133,7 +132,7 @@ def test_the_report_schema_accepts_the_harness_output() -> None:
         "environment": {"fingerprint_sha256": "b" * 64, "official_hardware": False},
         "metrics": result.metrics(SPEC, reported_tps=1000.0),
         "checks": [c.to_dict() for c in checks],
-        "findings": [f.to_dict() for f in result.findings],
+        "findings": [f.to_dict() for f in run.findings],
         "stages": [s.to_dict() for s in result.stages],
         "seeds": {"plan": result.evidence.plan["seed"], "sample": "0" * 15 + "b"},
         "toolkit": {"name": "podium", "version": "0"},

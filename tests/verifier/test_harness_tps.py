@@ -12,6 +12,9 @@ from harness_util import prompts, small_spec
 
 from podium.errors import EngineError
 from schemas.challenge import ChallengeSpec
+from schemas.findings import Finding
+from verifier.checks import registry
+from verifier.checks.base import CheckContext
 from verifier.harness.client import EngineClient
 from verifier.harness.stats import summarize, t975
 from verifier.harness.tps import TpsResult, measure_tps
@@ -34,6 +37,12 @@ def run_tps(engine: FakeEngine, spec: ChallengeSpec, n_prompts: int = 4, **kw: A
     return asyncio.run(go())
 
 
+def count_findings(spec: ChallengeSpec, result: TpsResult) -> list[Finding]:
+    """What ``tps.token-count`` (``verifier.checks.prompts``) makes of the timed answers."""
+    (outcome,) = registry.judge(["tps.token-count"], CheckContext(spec, tps=result))
+    return outcome.findings
+
+
 @pytest.mark.quiet("tps.token-count")
 def test_tokens_come_from_token_ids_not_from_usage() -> None:
     spec = small_spec()
@@ -43,7 +52,7 @@ def test_tokens_come_from_token_ids_not_from_usage() -> None:
         assert engine.requests == 1 + 8
     assert [t.tokens for t in result.trials] == [4 * 16, 4 * 16]
     assert all(r.count_source == "token_ids" for r in result.records)
-    assert not result.findings  # every answer was counted
+    assert not count_findings(spec, result)  # every answer was counted
     assert all(r.usage and r.usage["completion_tokens"] == 32 for r in result.records)
     for trial in result.trials:
         assert trial.tps == pytest.approx(trial.tokens / trial.seconds)
@@ -65,7 +74,7 @@ def test_without_token_ids_the_text_is_retokenised_when_the_spec_says_so() -> No
         result = run_tps(engine, spec, tokenize=retokenize)
     assert result.trials[0].tokens == 4 * 16
     assert {r.count_source for r in result.records} == {"retokenize"}
-    assert not result.findings
+    assert not count_findings(spec, result)
 
 
 @pytest.mark.fires("tps.token-count")
@@ -74,20 +83,20 @@ def test_answers_that_cannot_be_counted_are_a_finding_and_count_zero() -> None:
     with FakeEngine(bad=Misbehave(no_token_ids=True)) as engine:
         result = run_tps(engine, spec, tokenize=retokenize)
     assert result.trials[0].tokens == 0
-    assert [f.check_id for f in result.findings] == ["tps.token-count"]
-    assert result.findings[0].severity == "error"
+    (finding,) = count_findings(spec, result)
+    assert (finding.check_id, finding.severity) == ("tps.token-count", "error")
 
 
 def test_closed_loop_concurrency_overlaps_requests() -> None:
     spec = small_spec(num_prompts=8, max_tokens=200, concurrency=4, trials=1, warmup_requests=0)
     with FakeEngine(rate=1000) as engine:
         result = run_tps(engine, spec, n_prompts=8)
-        assert engine.max_in_flight == 4
-    # each request takes 200 ms; four at a time finish 8 requests in about 400 ms
-    assert result.trials[0].tps > 2.5 * 1000
-    assert result.trials[0].tokens == 1600
+        # four of the 8 requests (200 ms each) in flight at once, and never more
+        assert engine.max_in_flight == 4 and engine.requests == 8
+    assert result.trials[0].requests == 8 and result.trials[0].tokens == 1600
 
 
+@pytest.mark.serial
 def test_a_short_trial_repeats_its_pass_until_min_trial_seconds() -> None:
     spec = small_spec(min_trial_seconds=0.3, trials=1)
     with FakeEngine(rate=1000) as engine:
@@ -144,17 +153,21 @@ def test_the_harness_reports_its_own_cpu_cost_per_token() -> None:
     assert result.to_metrics()["trials"][0]["harness_cpu_s_per_token"] == per_token
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 @pytest.mark.parametrize(("rate", "max_tokens"), [(500, 1024), (2000, 4096)])
 def test_a_paced_engine_measures_at_its_rate(rate: int, max_tokens: int) -> None:
-    """Single stream, two 2-second requests per trial: within 0.5 % of the true rate."""
+    """Single stream, two 2-second requests per trial: within 1 % of the true rate (the
+    fidelity benchmark's median trial is within 0.6 % of it at up to 2,000 tok/s on a
+    loaded 2-core machine, docs/benchmarks.md section 1; a neighbour's stall of 10 ms
+    is 0.5 % of a trial here)."""
     spec = small_spec(
         num_prompts=2, max_tokens=max_tokens, trials=1, warmup_requests=0, request_timeout_s=30.0
     )
     with FakeEngine(rate=rate) as engine:
         result = run_tps(engine, spec)
     assert result.trials[0].tokens == 2 * max_tokens
-    assert result.median == pytest.approx(rate, rel=0.005)
+    assert result.median == pytest.approx(rate, rel=0.01)
 
 
 def test_summary_is_median_mean_cv_and_a_t_interval_of_the_mean() -> None:

@@ -189,6 +189,7 @@ def test_error_statuses_become_engine_errors_naming_status_and_body(
     assert "the engine   is sad" in (info.value.engine_text or "")
 
 
+@pytest.mark.serial
 def test_an_answer_that_never_comes_times_out(server: Any) -> None:
     _, url = server
     start = time.monotonic()
@@ -365,6 +366,7 @@ def test_a_header_block_over_the_limit_is_refused_before_it_is_all_read(
         _probe(hostile.url, "/huge-head")
 
 
+@pytest.mark.serial
 def test_a_drip_fed_answer_times_out_at_the_request_deadline(hostile: _RawServer) -> None:
     start = time.monotonic()
     with pytest.raises(EngineTimeout, match=r"probe: the engine did not answer within 0\.5 s"):

@@ -24,7 +24,7 @@ from submission.bundle import package
 from verifier.declared import DeclaredModel
 from verifier.intake import intake
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.reference import InProcessReference, reference_runner
+from verifier.runners.reference_engine import InProcessReference, reference_runner
 
 pytestmark = pytest.mark.slow
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 from entry_bundle import REPO, entry_source, packaged
+from harness_util import score_ppl
 
 from podium.errors import UsageError
 from schemas.challenge import load_challenge
 from verifier.harness.client import EngineClient, wait_ready
-from verifier.harness.ppl import evaluate_ppl
 from verifier.intake import intake
 from verifier.runners.process import ProcessRunner
 
@@ -59,7 +59,7 @@ def ppl_at(url: str) -> float:
     async def score() -> float:
         async with EngineClient(url, timeout_s=120.0) as client:
             model = await client.served_model()
-            result = await evaluate_ppl(client, SPEC, records(), model=model)
+            result = await score_ppl(client, SPEC, records(), model=model)
         return float(result.value)
 
     return asyncio.run(score())

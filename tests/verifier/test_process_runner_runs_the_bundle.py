@@ -176,7 +176,7 @@ import verifier
 from schemas.challenge import load_challenge
 from verifier.intake import intake
 from verifier.runners.process import ProcessRunner
-from verifier.runners.reference import ProcessReference
+from verifier.runners.reference_engine import ProcessReference
 
 sys.path.insert(0, sys.argv[3])
 from test_process_runner_runs_the_bundle import served_usage

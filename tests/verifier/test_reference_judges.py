@@ -1,6 +1,6 @@
 """The reference checks are pure functions of the evidence: judged here without any engine.
 
-``verifier.harness.reference`` gathers what the reference engine said; these tests build
+``verifier.harness.rescoring`` gathers what the reference engine said; these tests build
 that evidence by hand, as the calibration script reads it, and prove what each bound of
 the one quality budget lets through and what it stops.
 """
@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from schemas.challenge import load_challenge
-from verifier.checks.reference import allowance, judge_decode, judge_ppl, judged_ppl
+from verifier.checks.budget import allowance
+from verifier.checks.reference_decode import judge_decode
+from verifier.checks.reference_ppl import judge_ppl, judged_ppl
 from verifier.declared import declared_model
 from verifier.evidence import AnswerScore, Position, PplResult, RecordScore, ReferenceEvidence
 

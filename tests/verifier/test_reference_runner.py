@@ -19,11 +19,12 @@ import pytest
 
 from schemas.challenge import ReferenceEngine, load_challenge
 from verifier.declared import DeclaredModel
+from verifier.evidence.parse import listed_values
 from verifier.harness.client import EngineClient, wait_ready
-from verifier.harness.ppl import listed_values, ppl_request
+from verifier.harness.ppl import ppl_request
 from verifier.runners.base import EngineHandle
 from verifier.runners.process import ProcessRunner
-from verifier.runners.reference import InProcessReference, ProcessReference, reference_runner
+from verifier.runners.reference_engine import InProcessReference, ProcessReference, reference_runner
 
 MODEL = Path(__file__).resolve().parents[2] / "podium" / "data" / "tiny" / "model"
 WINDOWED = DeclaredModel(dtype="float32", sliding_window=16, applied={"SLIDING_WINDOW": 16})
@@ -190,6 +191,7 @@ def _generate(url: str, max_tokens: int, timeout_s: float) -> None:
     httpx.post(f"{url}/v1/completions", json=body, timeout=timeout_s).raise_for_status()
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_cleanup_ends_a_request_the_client_gave_up_on() -> None:
     """The client's deadline passed (the reference phase then fails the run): the request

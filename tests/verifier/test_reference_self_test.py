@@ -22,7 +22,7 @@ from schemas.challenge import ReferenceEngine, load_challenge
 from verifier.declared import DeclaredModel
 from verifier.pipeline import VerifyRequest, verify
 from verifier.runners.process import ProcessRunner
-from verifier.runners.reference import InProcessReference
+from verifier.runners.reference_engine import InProcessReference
 
 pytestmark = pytest.mark.slow
 

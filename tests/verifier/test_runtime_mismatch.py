@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from schemas.challenge import load_challenge
-from verifier.checks.runtime import CHECK_ID, compare, compare_args
-from verifier.runtime import (
+from verifier.checks.runtime_mismatch import CHECK_ID, compare, compare_args
+from verifier.harness.engine_runtime import (
     VLLM_CHOICES,
     Observation,
     acceptance_rate,
@@ -340,7 +340,7 @@ def test_a_server_that_smuggles_prompts_in_its_self_description_reaches_no_repor
 def test_a_value_from_vllms_own_closed_list_is_shown_and_free_text_is_not() -> None:
     """``logprobs_mode`` takes one of four words of vLLM's: naming it carries no text of the
     engine's choosing. A value outside the list is the engine's text, shown by size."""
-    from verifier.runtime import shown
+    from verifier.harness.engine_runtime import shown
 
     assert shown("raw_logits", choices=VLLM_CHOICES["logprobs_mode"]) == "'raw_logits'"
     smuggled = shown("For I the LORD thy God", choices=VLLM_CHOICES["logprobs_mode"])

@@ -7,7 +7,7 @@ import pytest
 from schemas.challenge import load_challenge
 from schemas.findings import Finding
 from schemas.report import CheckResult
-from verifier.verdict import decide, missing_checks, one_line_reason, required_checks
+from verifier.verdict import counted, decide, missing_checks, required_checks
 
 ALL_PASS = [
     CheckResult(i, "pass", "ok")
@@ -73,14 +73,13 @@ def test_reproduction_is_required_only_when_a_tps_was_reported() -> None:
     assert "tps.reproduction" in required_checks(spec, reported_tps=510.58)
 
 
-def test_reason_is_the_first_error_or_the_failure() -> None:
-    findings = [
-        Finding("env.hardware", "warning", "GPU is 'NVIDIA A100'"),
-        Finding("ppl.cap", "error", "PPL 2.4370 > cap 2.4150"),
-    ]
-    assert one_line_reason("REJECTED", findings, None) == "PPL 2.4370 > cap 2.4150"
-    assert one_line_reason("FAILED", [], "engine crashed\nmore") == "engine crashed"
-    assert "A100" in one_line_reason("UNOFFICIAL", findings[:1], None)
+def test_a_self_check_counts_all_but_what_it_ignores() -> None:
+    """An unstable TPS is a self-check's machine noise: its verdict leaves it out, an
+    official run's does not; nothing else is left out."""
+    checks = [CheckResult("tps.unstable", "error", "CV 0.3"), CheckResult("ppl.cap", "pass", "ok")]
+    findings = [Finding("tps.unstable", "error", "CV 0.3"), Finding("ppl.cap", "error", "over")]
+    assert counted(checks, findings, self_check=False) == (checks, findings)
+    assert counted(checks, findings, self_check=True) == (checks[1:], findings[1:])
 
 
 def test_the_required_checks_are_the_enabled_ones_plus_the_cap_stability_and_self_test() -> None:

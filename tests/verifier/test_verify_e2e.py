@@ -26,7 +26,7 @@ from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
 from verifier.report import full_document
 from verifier.runners.local_docker import LocalDockerRunner
-from verifier.runners.reference import reference_runner
+from verifier.runners.reference_engine import reference_runner
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -35,7 +35,7 @@ class CheckContext:
     No check sends anything. Evaluation-phase checks read what the evaluation recorded
     (``tps``, ``ppl``, ``evidence``). Reference-phase checks also read what the
     verifier's own reference engine said, after the participant's engine had stopped
-    (``reference_evidence``, gathered by ``verifier.harness.reference`` on samples drawn
+    (``reference_evidence``, gathered by ``verifier.harness.rescoring`` on samples drawn
     from a seed made fresh once the trials ended); None when no reference was run.
     """
 

@@ -32,7 +32,7 @@ FAILED, never VERIFIED); past ``decisive_ratio`` it fails as ever. Noise an engi
 on purpose buys it that FAILED, no more.
 
 **Agreement.** Every control is scored by the reference like a timed answer
-(``verifier.harness.reference.sample_answers``), so a made-up control answer fails
+(``verifier.harness.rescoring.sample_answers``), so a made-up control answer fails
 ``integrity.reference-decode``. Here the controls' mean gap (nats a token between the
 reference's top and the generated token) is compared with the other sampled answers':
 it may exceed theirs by at most ``max_gap_excess_nats``. A replayer's timed answers are
@@ -135,6 +135,41 @@ def setting_trial(per_trial: dict[str, float], overall: float) -> float:
     return ratios[(len(ratios) - 1) // 2] if ratios else overall
 
 
+def _per_trial(records: list[RequestRecord]) -> dict[str, float]:
+    """Each trial with fresh controls: its answers' time per token over its controls'."""
+    per_trial: dict[str, float] = {}
+    for trial in sorted({r.trial for r in records if r.fresh}):
+        ratio = speed_ratio([r for r in records if r.trial == trial])
+        if ratio is not None:
+            per_trial[str(trial)] = round(ratio, 3)
+    return per_trial
+
+
+def _agreement(
+    ctx: CheckContext, limit: float, details: dict[str, Any], problems: list[str]
+) -> tuple[str, bool]:
+    """The controls' answers against the others' under the reference: the words for the
+    summary, and whether the controls' were lossier (a problem, added to ``problems``)."""
+    gaps = agreement(ctx.reference_evidence.answers) if ctx.reference_evidence else None
+    details["agreement"] = gaps
+    details["max_gap_excess_nats"] = limit
+    if gaps is None:
+        return "; no reference scored them, so their agreement was not compared", False
+    text = (
+        f"; their mean reference gap {gaps['control_mean_gap']:.3f} nats against "
+        f"{gaps['answer_mean_gap']:.3f} for {gaps['answers']} sampled answers "
+        f"(at most {limit:.3f} more)"
+    )
+    if gaps["excess"] <= limit:
+        return text, False
+    problems.append(
+        f"the fresh controls' answers are {gaps['excess']:.3f} nats a token lossier "
+        f"than the other answers (at most {limit:.3f}): cheaper work where the "
+        "verifier could not have known the answer"
+    )
+    return text, True
+
+
 def controls(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "controls")
     if settings is None:
@@ -150,11 +185,7 @@ def controls(ctx: CheckContext) -> CheckOutcome:
     decisive = float(settings["decisive_ratio"])
     sigmas = float(settings["noise_sigmas"])
     error = relative_error(records)
-    per_trial: dict[str, float] = {}
-    for trial in sorted({r.trial for r in fresh}):
-        ratio = speed_ratio([r for r in records if r.trial == trial])
-        if ratio is not None:
-            per_trial[str(trial)] = round(ratio, 3)
+    per_trial = _per_trial(records)
     worst = max(per_trial.values(), default=overall)
     deciding = setting_trial(per_trial, overall)
     details: dict[str, Any] = {
@@ -175,7 +206,6 @@ def controls(ctx: CheckContext) -> CheckOutcome:
         f"worst {worst:.2f}x)"
     )
     problems: list[str] = []
-    lossier = False
     if overall > max_ratio:
         problems.append(
             f"the other timed answers ran {overall:.2f}x faster than the fresh controls, "
@@ -186,27 +216,9 @@ def controls(ctx: CheckContext) -> CheckOutcome:
             f"the trials that set the TPS ran their answers {deciding:.2f}x faster than their "
             "controls (the median trial)"
         )
-    gaps = None
-    if ctx.reference_evidence is not None:
-        gaps = agreement(ctx.reference_evidence.answers)
-    limit = float(settings["max_gap_excess_nats"])
-    details["agreement"] = gaps
-    details["max_gap_excess_nats"] = limit
-    if gaps is None:
-        judged_gaps = "; no reference scored them, so their agreement was not compared"
-    else:
-        judged_gaps = (
-            f"; their mean reference gap {gaps['control_mean_gap']:.3f} nats against "
-            f"{gaps['answer_mean_gap']:.3f} for {gaps['answers']} sampled answers "
-            f"(at most {limit:.3f} more)"
-        )
-        if gaps["excess"] > limit:
-            lossier = True
-            problems.append(
-                f"the fresh controls' answers are {gaps['excess']:.3f} nats a token lossier "
-                f"than the other answers (at most {limit:.3f}): cheaper work where the "
-                "verifier could not have known the answer"
-            )
+    judged_gaps, lossier = _agreement(
+        ctx, float(settings["max_gap_excess_nats"]), details, problems
+    )
     text = speed + judged_gaps
     if not problems:
         return passed(CHECK_ID, text, details)

@@ -80,11 +80,13 @@ def isolation(ctx: CheckContext) -> CheckOutcome:
     evidence = ctx.isolation
     if evidence is None:
         return unreliable(INTEGRITY_ISOLATION, NO_EVIDENCE)
+    timing = {"probe_s": round(evidence.seconds, 3)} if evidence.seconds is not None else {}
     if evidence.no_sandbox is not None:
-        return skipped(INTEGRITY_ISOLATION, evidence.no_sandbox, dict(evidence.facts))
+        facts = {k: v for k, v in evidence.facts.items() if k != "container"}
+        return skipped(INTEGRITY_ISOLATION, evidence.no_sandbox, {**facts, **timing})
     probe = evidence.probe
     problems = _config_problems(evidence.configuration)
-    observed: dict[str, Any] = {"configuration_checked": True, "probe": probe}
+    observed: dict[str, Any] = {"configuration_checked": True, "probe": probe, **timing}
     if probe and "error" not in probe:
         problems += _probe_problems(probe)
         how = "configuration and an in-container probe"

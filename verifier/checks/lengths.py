@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.challenge import TpsWorkload
 from schemas.check_ids import INTEGRITY_LENGTHS, TPS_USAGE_MISMATCH
 from schemas.findings import Finding
 from verifier.checks.base import CheckContext, CheckOutcome, disabled, enabled, failed, passed
@@ -53,6 +55,83 @@ def _examples(records: list[RequestRecord]) -> str:
     return ", ".join(sorted({r.prompt_id for r in records})[:3])
 
 
+@dataclass
+class _Seen:
+    """The counted answers, sorted by what is wrong with them, and their tallies."""
+
+    wrong_length: list[RequestRecord] = field(default_factory=list)
+    wrong_finish: list[RequestRecord] = field(default_factory=list)
+    padded: list[RequestRecord] = field(default_factory=list)
+    usage_off: list[RequestRecord] = field(default_factory=list)
+    lengths: Counter[int] = field(default_factory=Counter)
+    finishes: Counter[str] = field(default_factory=Counter)
+    eos_runs: Counter[int] = field(default_factory=Counter)
+
+
+def _look(
+    counted: list[RequestRecord], spec: TpsWorkload, tolerance: float, eos: set[int]
+) -> _Seen:
+    seen = _Seen()
+    for record in counted:
+        n = record.counted_tokens
+        seen.lengths[n] += 1
+        seen.finishes[_finish_name(record.finish_reason)] += 1
+        if spec.ignore_eos:
+            if abs(n - spec.max_tokens) > tolerance:
+                seen.wrong_length.append(record)
+            if record.finish_reason != "length":
+                seen.wrong_finish.append(record)
+        elif n > spec.max_tokens:
+            seen.wrong_length.append(record)
+        if eos and record.token_ids:
+            run = trailing_eos(record.token_ids, eos)
+            seen.eos_runs[run] += 1
+            if run > 1:
+                seen.padded.append(record)
+        reported = (record.usage or {}).get("completion_tokens")
+        if isinstance(reported, int) and reported != n:
+            seen.usage_off.append(record)
+    return seen
+
+
+def _usage_findings(usage_off: list[RequestRecord], counted: int) -> list[Finding]:
+    if not usage_off:
+        return []
+    first = usage_off[0]
+    return [
+        Finding(
+            USAGE_MISMATCH,
+            "error",
+            f"{len(usage_off)} of {counted} answers report usage.completion_tokens "
+            f"unlike the returned token ids (e.g. {first.prompt_id}: usage says "
+            f"{(first.usage or {}).get('completion_tokens')}, ids count "
+            f"{first.counted_tokens}); the harness's own counts are used",
+            hint="report usage from the tokens actually generated",
+        )
+    ]
+
+
+def _problems(seen: _Seen, spec: TpsWorkload) -> list[str]:
+    problems: list[str] = []
+    if seen.wrong_length:
+        want = f"exactly {spec.max_tokens}" if spec.ignore_eos else f"at most {spec.max_tokens}"
+        problems.append(
+            f"{len(seen.wrong_length)} answers do not have {want} tokens "
+            f"(e.g. {_examples(seen.wrong_length)})"
+        )
+    if seen.wrong_finish:
+        problems.append(
+            f"{len(seen.wrong_finish)} answers under ignore_eos end with a finish_reason other "
+            f"than 'length' (e.g. {_examples(seen.wrong_finish)})"
+        )
+    if seen.padded:
+        problems.append(
+            f"{len(seen.padded)} answers end in a run of repeated EOS tokens "
+            f"(e.g. {_examples(seen.padded)})"
+        )
+    return problems
+
+
 def lengths(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "lengths")
     if settings is None:
@@ -64,73 +143,20 @@ def lengths(ctx: CheckContext) -> CheckOutcome:
     eos = set(ctx.eos_token_ids)
     answers = [*ctx.tps.records, *(ctx.evidence.controls if ctx.evidence else [])]
     counted = [r for r in answers if r.count_source != "none"]
-    wrong_length: list[RequestRecord] = []
-    wrong_finish: list[RequestRecord] = []
-    padded: list[RequestRecord] = []
-    usage_off: list[RequestRecord] = []
-    lengths_seen: Counter[int] = Counter()
-    finishes: Counter[str] = Counter()
-    eos_runs: Counter[int] = Counter()
-    for record in counted:
-        n = record.counted_tokens
-        lengths_seen[n] += 1
-        finishes[_finish_name(record.finish_reason)] += 1
-        if spec.ignore_eos:
-            if abs(n - spec.max_tokens) > tolerance:
-                wrong_length.append(record)
-            if record.finish_reason != "length":
-                wrong_finish.append(record)
-        elif n > spec.max_tokens:
-            wrong_length.append(record)
-        if eos and record.token_ids:
-            run = trailing_eos(record.token_ids, eos)
-            eos_runs[run] += 1
-            if run > 1:
-                padded.append(record)
-        reported = (record.usage or {}).get("completion_tokens")
-        if isinstance(reported, int) and reported != n:
-            usage_off.append(record)
+    seen = _look(counted, spec, tolerance, eos)
     details: dict[str, Any] = {
         "requests": len(answers),
         "counted": len(counted),
         "max_tokens": spec.max_tokens,
         "ignore_eos": spec.ignore_eos,
-        "lengths": {str(k): v for k, v in sorted(lengths_seen.items())},
-        "finish_reasons": dict(finishes),
-        "trailing_eos_runs": {str(k): v for k, v in sorted(eos_runs.items())} if eos else None,
+        "lengths": {str(k): v for k, v in sorted(seen.lengths.items())},
+        "finish_reasons": dict(seen.finishes),
+        "trailing_eos_runs": {str(k): v for k, v in sorted(seen.eos_runs.items())} if eos else None,
         "eos_known": bool(eos),
-        "usage_mismatches": len(usage_off),
+        "usage_mismatches": len(seen.usage_off),
     }
-    findings: list[Finding] = []
-    if usage_off:
-        first = usage_off[0]
-        findings.append(
-            Finding(
-                USAGE_MISMATCH,
-                "error",
-                f"{len(usage_off)} of {len(counted)} answers report usage.completion_tokens "
-                f"unlike the returned token ids (e.g. {first.prompt_id}: usage says "
-                f"{(first.usage or {}).get('completion_tokens')}, ids count "
-                f"{first.counted_tokens}); the harness's own counts are used",
-                hint="report usage from the tokens actually generated",
-            )
-        )
-    problems: list[str] = []
-    if wrong_length:
-        want = f"exactly {spec.max_tokens}" if spec.ignore_eos else f"at most {spec.max_tokens}"
-        problems.append(
-            f"{len(wrong_length)} answers do not have {want} tokens "
-            f"(e.g. {_examples(wrong_length)})"
-        )
-    if wrong_finish:
-        problems.append(
-            f"{len(wrong_finish)} answers under ignore_eos end with a finish_reason other "
-            f"than 'length' (e.g. {_examples(wrong_finish)})"
-        )
-    if padded:
-        problems.append(
-            f"{len(padded)} answers end in a run of repeated EOS tokens (e.g. {_examples(padded)})"
-        )
+    findings = _usage_findings(seen.usage_off, len(counted))
+    problems = _problems(seen, spec)
     if not counted:
         return skip(CHECK_ID, "no timed answer carried countable tokens", details)
     if problems:

@@ -8,13 +8,16 @@
   compared (``skip``); the reference check judges its answers over the verifier's
   rendering either way.
 - ``tps.token-invalid``: every generated id must be a token of the pinned vocabulary.
+- ``tps.token-count``: the verifier counts every generated token itself, from the ids the
+  engine returns (never its ``usage``); a timed answer that carries none cannot be counted
+  (it counted 0) and is a broken rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from schemas.check_ids import TPS_PROMPT_MISMATCH, TPS_TOKEN_INVALID
+from schemas.check_ids import TPS_PROMPT_MISMATCH, TPS_TOKEN_COUNT, TPS_TOKEN_INVALID
 from verifier.checks.base import (
     CheckContext,
     CheckOutcome,
@@ -25,7 +28,7 @@ from verifier.checks.base import (
     raised,
     skipped,
 )
-from verifier.harness.render import out_of_vocabulary
+from verifier.evidence.parse import out_of_vocabulary
 
 
 def _first_difference(a: list[int], b: list[int]) -> int:
@@ -102,4 +105,20 @@ def token_invalid(ctx: CheckContext) -> CheckOutcome:
         f"{len(bad)} answers carry token ids outside the pinned vocabulary of "
         f"{ctx.vocab_size} (e.g. {pid}: {ids[:5]})",
         hint="return the ids the pinned tokenizer knows; decode nothing of your own",
+    )
+
+
+def token_count(ctx: CheckContext) -> CheckOutcome:
+    """Findings only: timed answers whose generated tokens could not be counted."""
+    if ctx.tps is None:
+        return CheckOutcome(None)
+    records = ctx.tps.records
+    uncounted = [r for r in records if r.count_source == "none"]
+    if not uncounted:
+        return CheckOutcome(None)
+    return raised(
+        TPS_TOKEN_COUNT,
+        f"{len(uncounted)} of {len(records)} timed answers carry no token ids, so "
+        "their generated tokens could not be counted (counted as 0)",
+        hint="return 'token_ids' when the request asks 'return_token_ids': true",
     )

@@ -1,24 +1,28 @@
 """The one place where check ids meet the functions that run them.
 
 Every id is declared once, with its phase, severity, effect and meaning, in
-``schemas.check_ids``; this module says which function computes each id that is
-computed by a check (the rest are findings raised by the stages themselves: intake,
-environment, rebuild, the PPL scorer). ``EVALUATION_PHASE`` runs once the participant's
-engine has answered everything (it sends nothing: it reads what was recorded);
-``ISOLATION`` judges what the runner saw of the engine's sandbox (the container's
-configuration, the in-container probe) once the probe is done, while the engine boots;
-``REFERENCE_LOAD`` judges the reference's self-test as soon as the reference has
-loaded (before it serves); ``REFERENCE_PHASE`` judges what the verifier's reference
-engine said, after the participant's engine has stopped (``ppl.cap`` runs there: it
-judges the PPL no sampled record of which counts as better than the reference scored it).
-``engine.runtime-mismatch`` raises findings only and has no entry here: the pipeline
-calls ``verifier.checks.runtime.compare`` on what vLLM said of itself (``verifier.runtime``).
+``schemas.check_ids``, and judged once, in this package. This module says which function
+computes each id the engine's phases judge: ``EVALUATION_PHASE`` runs once the
+participant's engine has answered everything (it sends nothing: it reads what was
+recorded, the PPL answers' shapes included); ``ISOLATION`` judges what the runner saw of
+the engine's sandbox (the container's configuration, the in-container probe) once the
+probe is done, while the engine boots; ``REFERENCE_LOAD`` judges the reference's
+self-test as soon as the reference has loaded (before it serves); ``REFERENCE_PHASE``
+judges what the verifier's reference engine said, after the participant's engine has
+stopped (``ppl.cap`` runs there: it judges the PPL no sampled record of which counts as
+better than the reference scored it).
+
+The other ids are judged by plain functions of this package that the stages call on what
+they gathered: intake's rules (``intake``), the machine (``hardware``), the rebuilt image
+(``limits``), what vLLM said of itself (``runtime_mismatch``) and a verdict short of a
+required check (``completeness``). The bundle reader's ``bundle.*`` and the submission
+phase's ids are the participant's own tools' (``submission``), which the verifier's intake
+reuses.
 
 Checks are plain functions of the evidence; one written as a coroutine is awaited.
-``judge`` runs a phase's checks where no event loop runs (the pipeline's reference
-phase), ``run_checks`` inside one (the harness's ``checks`` stage). A check that raises
-``EngineError`` becomes an ``error`` result ("could not evaluate", ``not_evaluated``),
-never a pass.
+``judge`` runs a phase's checks where no event loop runs, ``run_checks`` inside one. A
+check that raises ``EngineError`` becomes an ``error`` result ("could not evaluate",
+``not_evaluated``), never a pass.
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from verifier.checks import (
     controls,
     isolation,
     lengths,
+    ppl,
     prompts,
-    reference,
+    reference_decode,
+    reference_ppl,
     results,
     same_path,
     self_test,
@@ -44,20 +50,25 @@ from verifier.checks.base import CheckContext, CheckFn, CheckOutcome, not_evalua
 
 #: (id, function), in the order they run; a findings-only function returns no result
 _EVALUATION: tuple[tuple[str, CheckFn], ...] = (
+    (ids.PPL_TOKEN_MISMATCH, ppl.token_mismatch),
+    (ids.PPL_COUNT_MISMATCH, ppl.count_mismatch),
+    (ids.PPL_LOGPROB_POSITIVE, ppl.logprob_positive),
+    (ids.PPL_RANK_MISMATCH, ppl.rank_mismatch),
+    (ids.PPL_NON_FINITE, ppl.non_finite),
+    (ids.TPS_TOKEN_COUNT, prompts.token_count),
     (ids.TPS_REPRODUCTION, results.tps_reproduction),
     (ids.TPS_UNSTABLE, results.tps_unstable),
     (ids.TPS_PROMPT_MISMATCH, prompts.prompt_mismatch),
     (ids.TPS_TOKEN_INVALID, prompts.token_invalid),
     (ids.INTEGRITY_LENGTHS, lengths.lengths),
     (ids.INTEGRITY_CACHING, caching.caching),
-    (ids.PPL_RANK_MISMATCH, same_path.probe_ranks),
 )
 _ISOLATION: tuple[tuple[str, CheckFn], ...] = ((ids.INTEGRITY_ISOLATION, isolation.isolation),)
 _REFERENCE_LOAD: tuple[tuple[str, CheckFn], ...] = ((ids.REFERENCE_SELF_TEST, self_test.self_test),)
 _REFERENCE: tuple[tuple[str, CheckFn], ...] = (
     (ids.PPL_CAP, results.ppl_cap),
-    (ids.INTEGRITY_REFERENCE_DECODE, reference.reference_decode),
-    (ids.PPL_REFERENCE_MISMATCH, reference.reference_ppl),
+    (ids.INTEGRITY_REFERENCE_DECODE, reference_decode.reference_decode),
+    (ids.PPL_REFERENCE_MISMATCH, reference_ppl.reference_ppl),
     (ids.INTEGRITY_SAME_PATH, same_path.same_path),
     (ids.INTEGRITY_CONTROLS, controls.controls),
 )
@@ -95,3 +106,9 @@ async def run_checks(check_ids: Iterable[str], ctx: CheckContext) -> list[CheckO
 def judge(check_ids: Iterable[str], ctx: CheckContext) -> list[CheckOutcome]:
     """``run_checks`` from code that runs no event loop."""
     return asyncio.run(run_checks(check_ids, ctx))
+
+
+def unreachable(check_ids: Iterable[str], exc: EngineError) -> list[CheckOutcome]:
+    """Every one of ``check_ids`` "could not evaluate": the engine their evidence comes
+    from (the reference) could not be asked."""
+    return [not_evaluated(check_id, exc) for check_id in check_ids]

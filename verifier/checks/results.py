@@ -18,7 +18,7 @@ from verifier.checks.base import (
     skipped,
     unreliable,
 )
-from verifier.checks.reference import judged_ppl
+from verifier.checks.reference_ppl import judged_ppl
 
 REPRODUCTION = TPS_REPRODUCTION
 
@@ -27,7 +27,7 @@ def ppl_cap(ctx: CheckContext) -> CheckOutcome:
     """PPL must be at or under the challenge's cap (absolute, or reference x ratio).
 
     Judged after the reference phase, on the judged PPL: no sampled record counts as
-    better than the reference scored it (``verifier.checks.reference.judged_ppl``).
+    better than the reference scored it (``verifier.checks.reference_ppl.judged_ppl``).
     """
     if ctx.ppl is None:
         return skipped(PPL_CAP, "no PPL was measured")

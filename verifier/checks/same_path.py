@@ -24,7 +24,7 @@ reads the cache back) and scoring (which computes most of it afresh) differ by m
 the fraction may be lower by ``large_share_factor * B`` and the self-gap higher by
 ``self_gap_factor * B``, with ``B`` the challenge's quality budget. The share of positions
 that leave the reference's top out may be the decode's own large-gap allowance
-(``verifier.checks.reference``), with room for the sampling noise of a count over a few
+(``verifier.checks.budget``), with room for the sampling noise of a count over a few
 probes (``verifier.checks.tails``). This is a cheap first filter,
 not the proof: an engine that recognises the probes could answer them honestly, and the
 proof of honest decoding is ``integrity.reference-decode`` on the timed answers
@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from schemas.check_ids import INTEGRITY_SAME_PATH, PPL_RANK_MISMATCH
+from schemas.check_ids import INTEGRITY_SAME_PATH
 from verifier.checks.base import (
     CheckContext,
     CheckOutcome,
@@ -45,13 +45,12 @@ from verifier.checks.base import (
     enabled,
     judged,
     percent,
-    raised,
     skipped,
 )
-from verifier.checks.reference import allowance
+from verifier.checks.budget import allowance
 from verifier.checks.tails import left_out_allowance
-from verifier.evidence import Position, SamePathProbe
-from verifier.harness.ppl import listed_values, rank_contradictions
+from verifier.evidence import Position, ReferenceEvidence, SamePathProbe
+from verifier.evidence.parse import listed_values
 
 CHECK_ID = INTEGRITY_SAME_PATH
 
@@ -130,6 +129,60 @@ def self_gap_allowance(
     return float(margin) + factor * budget
 
 
+def _probe_rows(
+    probes: list[SamePathProbe],
+    ev: ReferenceEvidence | None,
+    tolerance: float,
+    large_gap: float,
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """Each probed answer's agreement with itself and the reference; every self-gap."""
+    rows: list[dict[str, Any]] = []
+    gaps: list[float] = []
+    for probe in probes:
+        reference = ev.scored.get(probe.record) if ev is not None else None
+        own, left_out, first_miss = agreement(probe, tolerance, reference, large_gap)
+        own_gaps = self_gaps(probe)
+        gaps += own_gaps
+        rows.append(
+            {
+                "record": probe.record,
+                "prompt_id": probe.prompt_id,
+                "tokens": len(probe.token_ids),
+                "agreed": own,
+                "mean_self_gap": math.fsum(own_gaps) / len(own_gaps) if own_gaps else 0.0,
+                "reference_top_left_out": left_out,
+                "first_mismatch": first_miss,
+            }
+        )
+    return rows, gaps
+
+
+def _summary(details: dict[str, Any], large_gap: float, probed: int) -> str:
+    d = details
+    slack, required = d["scoring_loss_slack"], d["required_fraction"]
+    text = (
+        f"{percent(d['fraction'])} of {d['tokens']} generated tokens in {probed} probed "
+        f"answers are the engine's own teacher-forced top by value (required "
+        f"{percent(required)}"
+        + (f": {percent(d['min_fraction'])} less a KV cache's {slack:.3f}" if slack > 0 else "")
+        + ")"
+    )
+    if d["max_reference_top_left_out"] is not None:
+        text += (
+            f"; {percent(d['reference_top_left_out'])} leave out the reference's top where it "
+            f"is over {large_gap:g} nats from the generated token (allowed "
+            f"{percent(d['max_reference_top_left_out'])})"
+        )
+    else:
+        text += " (no reference: values only)"
+    if d["max_mean_self_gap"] is not None:
+        text += (
+            f"; mean self-gap {d['mean_self_gap']:.4f} nats between its decode and its own "
+            f"scoring of it (allowed {d['max_mean_self_gap']:.4f})"
+        )
+    return text
+
+
 def same_path(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "same_path")
     if settings is None:
@@ -151,28 +204,10 @@ def same_path(ctx: CheckContext) -> CheckOutcome:
     budget = float(ctx.spec.quality.budget_nats or 0.0)
     slack = budget * float(decode.get("large_share_factor", 0.0)) if kv_cache else 0.0
     required = max(minimum - slack, 0.0)
-    total = matched = missing = 0
-    rows: list[dict[str, Any]] = []
-    gaps: list[float] = []
-    for probe in probes:
-        reference = ev.scored.get(probe.record) if ev is not None else None
-        own, left_out, first_miss = agreement(probe, tolerance, reference, large_gap)
-        own_gaps = self_gaps(probe)
-        gaps += own_gaps
-        total += len(probe.token_ids)
-        matched += own
-        missing += left_out
-        rows.append(
-            {
-                "record": probe.record,
-                "prompt_id": probe.prompt_id,
-                "tokens": len(probe.token_ids),
-                "agreed": own,
-                "mean_self_gap": math.fsum(own_gaps) / len(own_gaps) if own_gaps else 0.0,
-                "reference_top_left_out": left_out,
-                "first_mismatch": first_miss,
-            }
-        )
+    rows, gaps = _probe_rows(probes, ev, tolerance, large_gap)
+    total = sum(r["tokens"] for r in rows)
+    matched = sum(r["agreed"] for r in rows)
+    missing = sum(r["reference_top_left_out"] for r in rows)
     fraction = matched / total if total else 1.0
     left_share = missing / total if total else 0.0
     max_left = (
@@ -197,24 +232,7 @@ def same_path(ctx: CheckContext) -> CheckOutcome:
         "left_out_rate": allowed.large_share if allowed is not None else None,
         "probes": rows,
     }
-    text = (
-        f"{percent(fraction)} of {total} generated tokens in {len(rows)} probed answers are "
-        f"the engine's own teacher-forced top by value (required {percent(required)}"
-        + (f": {percent(minimum)} less a KV cache's {slack:.3f}" if slack > 0 else "")
-        + ")"
-    )
-    if max_left is not None:
-        text += (
-            f"; {percent(left_share)} leave out the reference's top where it is over "
-            f"{large_gap:g} nats from the generated token (allowed {percent(max_left)})"
-        )
-    else:
-        text += " (no reference: values only)"
-    if max_self_gap is not None:
-        text += (
-            f"; mean self-gap {mean_self_gap:.4f} nats between its decode and its own "
-            f"scoring of it (allowed {max_self_gap:.4f})"
-        )
+    text = _summary(details, large_gap, len(rows))
     ok = (
         fraction >= required
         and (max_left is None or left_share <= max_left)
@@ -226,25 +244,4 @@ def same_path(ctx: CheckContext) -> CheckOutcome:
         text,
         details,
         hint="decode and scoring must run the same model: no path switched by prompt_logprobs",
-    )
-
-
-def probe_ranks(ctx: CheckContext) -> CheckOutcome:
-    """Findings only: ranks in the probes' answers that contradict their values."""
-    if ctx.evidence is None:
-        return CheckOutcome(None)
-    bad = [
-        (p.record, n)
-        for p in ctx.evidence.same_path
-        if (n := sum(rank_contradictions(e) for e in p.positions))
-    ]
-    if not bad:
-        return CheckOutcome(None)
-    record, n = bad[0]
-    return raised(
-        PPL_RANK_MISMATCH,
-        f"{len(bad)} scored answers list tokens whose ranks contradict their logprobs "
-        f"(e.g. {record}: {n} pair(s))",
-        hint="report each token's rank as its place by logprob (1 = the highest)",
-        where=record,
     )

@@ -12,7 +12,6 @@ model's tokenizer (transformers), loaded once per verification.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,10 +44,6 @@ def render_prompt(
     if isinstance(prompt, str):
         return renderer.text(prompt, add_special_tokens=add_special_tokens)
     raise UsageError("a completions prompt must be text or token ids, not messages")
-
-
-def out_of_vocabulary(ids: Sequence[int], vocab_size: int) -> list[int]:
-    return [t for t in ids if not 0 <= t < vocab_size]
 
 
 class TokenizerRenderer:

@@ -2,9 +2,7 @@
 
 ``gather_evaluation`` drives the participant's engine: ready → warm-up and the
 evaluation (the timed trials, with the PPL records and the probes placed among the
-timed requests by a fresh seeded plan) → a ``checks`` stage that runs whatever judge the
-caller hands in (``verifier.evaluation`` hands in the evaluation-phase checks, which send
-nothing and read what was recorded). ``gather_with_reference`` runs later, after the
+timed requests by a fresh seeded plan). ``gather_with_reference`` runs later, after the
 participant's engine has stopped: the verifier's own reference model re-scores a sample
 of the timed work drawn with a second fresh seed, and returns it as plain data
 (``verifier.evidence.ReferenceEvidence``). The harness imports no check: it gathers
@@ -25,16 +23,16 @@ import asyncio
 import random
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from podium.errors import EngineError, EngineTimeout
 from schemas.challenge import ChallengeSpec
-from schemas.findings import Finding
-from schemas.report import CheckResult, Failure, Stage
+from schemas.report import Failure, Stage
 from verifier.declared import DeclaredModel
 from verifier.evidence import Evidence, PplResult, ReferenceEvidence, RequestRecord, TpsResult
+from verifier.evidence.parse import out_of_vocabulary
 from verifier.harness import plan as planning
 from verifier.harness.client import EngineClient
 from verifier.harness.controls import fresh_controls
@@ -45,8 +43,8 @@ from verifier.harness.probes import (
     send_control,
     send_same_path,
 )
-from verifier.harness.reference import gather_reference
-from verifier.harness.render import Renderer, out_of_vocabulary, render_prompt
+from verifier.harness.render import Renderer, render_prompt
+from verifier.harness.rescoring import gather_reference
 from verifier.harness.tps import (
     Prompt,
     PromptStream,
@@ -64,8 +62,6 @@ class HarnessResult:
     tps: TpsResult | None = None
     evidence: Evidence | None = None
     ppl_records: list[dict[str, Any]] = field(default_factory=list)
-    checks: list[CheckResult] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
     stages: list[Stage] = field(default_factory=list)
     failure: Failure | None = None
     error: EngineError | None = None
@@ -77,11 +73,6 @@ class HarnessResult:
             "tps": self.tps.to_metrics() if self.tps else None,
             "reported_tps": reported_tps,
         }
-
-
-#: the ``checks`` stage: judges a result whose evaluation ended, adding its check results
-#: and findings to it (``verifier.evaluation`` passes the evaluation-phase checks)
-Judge = Callable[[HarnessResult], Awaitable[None]]
 
 
 class _Stages:
@@ -287,7 +278,6 @@ class _Job:
     is_alive: Callable[[], bool] | None
     ready_timeout_s: float | None
     seed: int
-    judge: Judge | None
 
 
 async def _harness(base_url: str, spec: ChallengeSpec, job: _Job) -> HarnessResult:
@@ -316,18 +306,11 @@ async def _harness(base_url: str, spec: ChallengeSpec, job: _Job) -> HarnessResu
             )
             result.evidence = run.evidence
             result.tps, result.ppl = await run.run(public_prompts, job.tokenize)
-            result.findings.extend(result.ppl.findings)
-            result.findings.extend(result.tps.findings)
-
-        async def checks() -> None:
-            if job.judge is not None:
-                await job.judge(result)
 
         # the wait for readiness has its own limit (start-up), outside the evaluation budget
         start_stage = _Stages(result, ready_timeout_s or spec.limits.startup_s)
         await start_stage.run("ready", ready())
         await stages.run("evaluation", evaluation())
-        await stages.run("checks", checks())
     return result
 
 
@@ -344,10 +327,8 @@ def gather_evaluation(
     is_alive: Callable[[], bool] | None = None,
     ready_timeout_s: float | None = None,
     seed: int | None = None,
-    judge: Judge | None = None,
 ) -> HarnessResult:
-    """Evaluate the engine at ``base_url``; ``seed`` (fresh when None) places the probes,
-    ``judge`` (none: the stage does nothing) is the ``checks`` stage."""
+    """Evaluate the engine at ``base_url``; ``seed`` (fresh when None) places the probes."""
     job = _Job(
         public_prompts=public_prompts,
         heldout_prompts=heldout_prompts,
@@ -358,7 +339,6 @@ def gather_evaluation(
         is_alive=is_alive,
         ready_timeout_s=ready_timeout_s,
         seed=secrets.randbits(64) if seed is None else seed,
-        judge=judge,
     )
     return asyncio.run(_harness(base_url, spec, job))
 

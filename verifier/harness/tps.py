@@ -40,8 +40,6 @@ from typing import Any
 
 from podium.errors import UsageError
 from schemas.challenge import ChallengeSpec
-from schemas.check_ids import TPS_TOKEN_COUNT
-from schemas.findings import Finding
 from verifier.evidence import RequestRecord, Stability, TpsResult, TrialResult
 from verifier.harness.client import EngineClient, Reply
 from verifier.harness.stats import summarize, t975
@@ -263,32 +261,25 @@ async def _trial(
             timed += time.perf_counter() - t0
             for offset, reply in enumerate(replies):
                 position = start + offset
-                records.append(
-                    record_of(
-                        reply,
-                        spec,
-                        tokenize,
-                        prompt_id=str(chosen[position]["id"]),
-                        trial=index,
-                        pass_index=passes,
-                        position=position,
-                        fresh=position in controls,
-                    )
+                record = record_of(
+                    reply,
+                    spec,
+                    tokenize,
+                    prompt_id=str(chosen[position]["id"]),
+                    trial=index,
+                    pass_index=passes,
+                    position=position,
+                    fresh=position in controls,
                 )
+                records.append(record)
                 if on_record is not None:
-                    on_record(records[-1])
+                    on_record(record)
         passes += 1
         if timed >= tps.min_trial_seconds:
             break
+    tokens = sum(r.counted_tokens for r in records)
     cpu = time.process_time() - cpu0
-    trial = TrialResult(
-        index=index,
-        tokens=sum(r.counted_tokens for r in records),
-        seconds=timed,
-        requests=len(records),
-        passes=passes,
-        cpu_s=cpu,
-    )
+    trial = TrialResult(index, tokens, timed, len(records), passes=passes, cpu_s=cpu)
     return trial, records
 
 
@@ -377,24 +368,11 @@ async def measure_tps(
         trials.append(trial)
         records.extend(trial_records)
         index += 1
-    findings: list[Finding] = []
-    uncounted = [r for r in records if r.count_source == "none"]
-    if uncounted:
-        findings.append(
-            Finding(
-                TPS_TOKEN_COUNT,
-                "error",
-                f"{len(uncounted)} of {len(records)} timed answers carry no token ids, so "
-                "their generated tokens could not be counted (counted as 0)",
-                hint="return 'token_ids' when the request asks 'return_token_ids': true",
-            )
-        )
     summary = summarize([t.tps for t in trials])
     return TpsResult(
         summary=summary,
         trials=trials,
         records=records,
-        findings=findings,
         warmup_seconds=warmup_s,
         tokens_per_trial=tps.tokens_per_trial,
         concurrency=tps.concurrency,

@@ -6,7 +6,7 @@ chunked and close-delimited bodies, informational answers and keep-alive rules a
 this module only moves bytes between h11 and an asyncio connection. Each request is one
 write (request line, headers and body together, on a TCP_NODELAY connection): the TPS
 loop is closed, so whatever happens between one answer and the next request is charged
-to the engine (``docs/benchmarks.md``, section 1, measures it side by side with httpx).
+to the engine (``docs/benchmarks.md``, section 1, measures what the loop costs).
 
 Failures are plain exceptions, translated by ``client.engine_error``: ``OSError``
 (refused, reset), ``ProtocolError`` (h11 refused the answer: a malformed status line,

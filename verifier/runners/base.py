@@ -114,7 +114,7 @@ class Runner(Protocol):
 
 class ReferenceRunner(Protocol):
     """What the pipeline asks of the verifier's own reference engine
-    (``verifier.runners.reference``): load it, start it on the pinned weights, clean up
+    (``verifier.runners.reference_engine``): load it, start it on the pinned weights, clean up
     after it. One that ``loads_ahead`` is loaded (``load(model_dir)``) while the
     participant's engine boots, before any timed request; one that does not loads as it
     starts, and the pipeline waits for it to serve. ``self_test()`` is what its attention

@@ -87,10 +87,8 @@ class _Paths:
         return text
 
 
-def bundle_process(root: Path, manifest: Manifest) -> BundleProcess:
-    """How the bundle unpacked at ``root`` runs its engine, or a ``UsageError`` naming what
-    a process cannot run as declared."""
-    kind = manifest.engine.kind
+def _engine_root(root: Path, kind: str) -> Path:
+    """The bundle's ``engine/`` folder, holding both packages of the baseline engine."""
     if kind not in ("baseline", "custom"):
         raise UsageError(
             f"the process runner cannot run a {kind} engine: it runs podium's baseline engine "
@@ -115,12 +113,12 @@ def bundle_process(root: Path, manifest: Manifest) -> BundleProcess:
                 "bundle's",
                 hint=f"add engine/{package}/__init__.py (podium submission init writes it)",
             )
-    dockerfile = root / manifest.engine.dockerfile
-    try:
-        text = dockerfile.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the bundle's {manifest.engine.dockerfile}: {exc}") from exc
-    paths = _Paths(root)
+    return engine_root
+
+
+def _image(text: str, paths: _Paths) -> tuple[dict[str, str], list[str] | None]:
+    """The image's ``ENV`` and ``CMD``, its ``COPY`` lines read into ``paths``; any step
+    a process cannot reproduce is refused by name."""
     env: dict[str, str] = {}
     cmd: list[str] | None = None
     froms = 0
@@ -160,6 +158,20 @@ def bundle_process(root: Path, manifest: Manifest) -> BundleProcess:
                 "machine's Python, with no image",
                 hint=_HINT,
             )
+    return env, cmd
+
+
+def bundle_process(root: Path, manifest: Manifest) -> BundleProcess:
+    """How the bundle unpacked at ``root`` runs its engine, or a ``UsageError`` naming what
+    a process cannot run as declared."""
+    engine_root = _engine_root(root, manifest.engine.kind)
+    dockerfile = root / manifest.engine.dockerfile
+    try:
+        text = dockerfile.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the bundle's {manifest.engine.dockerfile}: {exc}") from exc
+    paths = _Paths(root)
+    env, cmd = _image(text, paths)
     if cmd is None or len(cmd) < 3 or PurePosixPath(cmd[0]).name not in ("python", "python3"):
         raise UsageError(
             f"the bundle's Dockerfile runs {cmd!r}, not python -m engines.baseline: the process "

@@ -65,6 +65,6 @@ def reference_runner(
 ) -> ReferenceRunner:
     """The verifier's reference engine, as the challenge spec and the entry's declared
     model say (imported lazily)."""
-    from verifier.runners import reference
+    from verifier.runners import reference_engine as reference
 
     return reference.reference_runner(settings, declared)

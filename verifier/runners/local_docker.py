@@ -164,60 +164,71 @@ class LocalDockerRunner:
         self.image_id = image["id"]
         return ImageFacts.of(image)
 
+    def _sandbox(
+        self, spec: ChallengeSpec, model_dir: Path, gpu: bool, drafter_dir: Path | None
+    ) -> dict[str, Any]:
+        """The container's settings: the engine's environment, the pinned model read-only,
+        and the sandbox (read-only root, tmpfs scratch, no capabilities, limits)."""
+        assert self.manifest is not None
+        docker = require("docker", extra="docker")
+        env = {
+            **(self.manifest.engine.env or {}),
+            "MODEL_PATH": "/model",
+            "PORT": str(self.manifest.engine.port),
+            "SERVED_MODEL_NAME": self.manifest.engine.served_model_name or "model",
+            "HF_HUB_OFFLINE": "1",
+        }
+        volumes = {str(model_dir): {"bind": "/model", "mode": "ro"}}
+        if drafter_dir is not None:
+            env["DRAFTER_PATH"] = "/drafter"
+            volumes[str(drafter_dir)] = {"bind": "/drafter", "mode": "ro"}
+        limits = spec.limits
+        want_gpu = gpu if self.gpu is None else self.gpu
+        kwargs: dict[str, Any] = {
+            "environment": env,
+            "read_only": True,
+            # exec: Docker mounts a tmpfs noexec by default, and vLLM loads the kernels
+            # torch and triton compile into its cache there
+            "tmpfs": {"/tmp": "rw,nosuid,nodev,exec,size=1g"},
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "pids_limit": limits.pids or 1024,
+            "volumes": volumes,
+            "shm_size": "8g" if want_gpu else "256m",
+            "detach": True,
+        }
+        if limits.memory_bytes:
+            kwargs["mem_limit"] = limits.memory_bytes
+            kwargs["memswap_limit"] = limits.memory_bytes
+        if limits.cpus:
+            kwargs["nano_cpus"] = int(limits.cpus * 1e9)
+        if (cores := own_cores()) is not None:
+            kwargs["cpuset_cpus"] = cores
+        if want_gpu:
+            kwargs["device_requests"] = [
+                docker.types.DeviceRequest(count=1, capabilities=[["gpu"]])
+            ]
+        return kwargs
+
     def start(
         self, spec: ChallengeSpec, *, model_dir: Path, gpu: bool, drafter_dir: Path | None = None
     ) -> EngineHandle:
         assert self.image_id is not None and self.manifest is not None, "prepare() first"
         client = self._client()
-        docker = require("docker", extra="docker")
         labels = {LABEL: "1", "podium.run": self.run_id, OWNER_LABEL: owner_label()}
+        port = self.manifest.engine.port
         try:
             net = client.networks.create(
                 f"podium-sbx-{self.run_id}", driver="bridge", internal=True, labels=labels
             )
             self._networks.append(net)
-            port = self.manifest.engine.port
-            env = {
-                **(self.manifest.engine.env or {}),
-                "MODEL_PATH": "/model",
-                "PORT": str(port),
-                "SERVED_MODEL_NAME": self.manifest.engine.served_model_name or "model",
-                "HF_HUB_OFFLINE": "1",
-            }
-            volumes = {str(model_dir): {"bind": "/model", "mode": "ro"}}
-            if drafter_dir is not None:
-                env["DRAFTER_PATH"] = "/drafter"
-                volumes[str(drafter_dir)] = {"bind": "/drafter", "mode": "ro"}
-            limits = spec.limits
-            want_gpu = gpu if self.gpu is None else self.gpu
-            kwargs: dict[str, Any] = {
-                "environment": env,
-                "labels": labels,
-                "network": net.name,
-                "read_only": True,
-                # exec: Docker mounts a tmpfs noexec by default, and vLLM loads the kernels
-                # torch and triton compile into its cache there
-                "tmpfs": {"/tmp": "rw,nosuid,nodev,exec,size=1g"},
-                "cap_drop": ["ALL"],
-                "security_opt": ["no-new-privileges"],
-                "pids_limit": limits.pids or 1024,
-                "volumes": volumes,
-                "shm_size": "8g" if want_gpu else "256m",
-                "detach": True,
-            }
-            if limits.memory_bytes:
-                kwargs["mem_limit"] = limits.memory_bytes
-                kwargs["memswap_limit"] = limits.memory_bytes
-            if limits.cpus:
-                kwargs["nano_cpus"] = int(limits.cpus * 1e9)
-            if (cores := own_cores()) is not None:
-                kwargs["cpuset_cpus"] = cores
-            if want_gpu:
-                kwargs["device_requests"] = [
-                    docker.types.DeviceRequest(count=1, capabilities=[["gpu"]])
-                ]
+            kwargs = self._sandbox(spec, model_dir, gpu, drafter_dir)
             container = client.containers.create(
-                self.image_id, name=f"podium-engine-{self.run_id}", **kwargs
+                self.image_id,
+                name=f"podium-engine-{self.run_id}",
+                labels=labels,
+                network=net.name,
+                **kwargs,
             )
             self._containers.append(container)
             container.start()
@@ -225,38 +236,7 @@ class LocalDockerRunner:
             ip = container.attrs["NetworkSettings"]["Networks"][net.name]["IPAddress"]
         except Exception as exc:  # docker-py errors: translated in one place
             raise dockerx.translate(exc) from exc
-
-        def is_alive() -> bool:
-            try:
-                container.reload()
-            except Exception:
-                return False
-            return bool(container.status == "running")
-
-        def logs(n: int) -> str:
-            try:
-                data: bytes = container.logs()
-            except Exception:
-                return ""
-            return data.decode("utf-8", "replace")[-n:]
-
-        def stop() -> None:
-            # SIGKILL at once: what the verifier needs of the engine (its answers, its log)
-            # is recorded; a graceful stop would only wait, up to docker's grace period
-            with contextlib.suppress(Exception):
-                container.kill()
-
-        def describe() -> dict[str, Any]:
-            container.reload()
-            return {"container": container.attrs, "network": client.networks.get(net.id).attrs}
-
-        return EngineHandle(
-            base_url=f"http://{ip}:{port}",
-            is_alive=is_alive,
-            logs=logs,
-            stop=stop,
-            describe=describe,
-        )
+        return _handle(client, container, net, f"http://{ip}:{port}")
 
     def isolation(self, handle: EngineHandle, *, forbidden_paths: list[Path]) -> IsolationEvidence:
         container = self._containers[-1] if self._containers else None
@@ -300,3 +280,35 @@ class LocalDockerRunner:
             with contextlib.suppress(Exception):
                 self.client.images.remove(self.image_id, force=True)
             self.image_id = None
+
+
+def _handle(client: Any, container: Any, net: Any, base_url: str) -> EngineHandle:
+    """The running container, as the pipeline holds it."""
+
+    def is_alive() -> bool:
+        try:
+            container.reload()
+        except Exception:
+            return False
+        return bool(container.status == "running")
+
+    def logs(n: int) -> str:
+        try:
+            data: bytes = container.logs()
+        except Exception:
+            return ""
+        return data.decode("utf-8", "replace")[-n:]
+
+    def stop() -> None:
+        # SIGKILL at once: what the verifier needs of the engine (its answers, its log)
+        # is recorded; a graceful stop would only wait, up to docker's grace period
+        with contextlib.suppress(Exception):
+            container.kill()
+
+    def describe() -> dict[str, Any]:
+        container.reload()
+        return {"container": container.attrs, "network": client.networks.get(net.id).attrs}
+
+    return EngineHandle(
+        base_url=base_url, is_alive=is_alive, logs=logs, stop=stop, describe=describe
+    )

@@ -2,7 +2,7 @@
 
 For participants' self-checks, for machines with no Docker engine (a GPU host an
 organizer tries podium on), and for the verifier's own reference engine on a GPU
-(``verifier.runners.reference``). There is no sandbox, so a result from this runner is
+(``verifier.runners.reference_engine``). There is no sandbox, so a result from this runner is
 never VERIFIED. It runs podium's baseline engine (``python -m engines.baseline``), from
 the bundle's own copy of the engine code (``engine/`` in the bundle), or podium's shipped
 copy when ``engine_root`` is None (the reference).

@@ -13,21 +13,23 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from podium.errors import PodiumError
+from podium.errors import PodiumError, UsageError
 from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec, ReferenceEngine, load_challenge
 from verifier.declared import DeclaredModel
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.runners.base import ReferenceRunner, Runner
+from verifier.runners.factory import make_runner, runner_info
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
 from verifier.scale.queue.request import Claim, QueueRequest
 from verifier.scale.queue.stores.base import QueueStore, default_identity
 
-__all__ = ["Handled", "Worker", "WorkerConfig"]
+__all__ = ["Handled", "Worker", "WorkerConfig", "sandboxed_runner"]
 
 VerifyFn = Callable[[VerifyRequest], Outcome]
 
@@ -46,6 +48,18 @@ class WorkerConfig:
     poll_s: float = 30.0
     verify_fn: VerifyFn = verify
     spec_for: Callable[[str], ChallengeSpec] = load_challenge
+
+
+def sandboxed_runner(name: str) -> Callable[[], Runner]:
+    """What makes a fresh runner named ``name`` for each request. A worker signs and
+    publishes what it verifies, so a runner with no sandbox is refused."""
+    denied = runner_info(name).unsandboxed()
+    if denied:
+        raise UsageError(
+            f"{denied}: a worker signs and publishes what it verifies, so it needs a sandbox",
+            hint="run the worker with --runner local-docker",
+        )
+    return partial(make_runner, name)
 
 
 class Worker:

@@ -19,14 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from podium.timestamps import now_iso
 from schemas.report import Stage
 from verifier.intake import intake
 from verifier.pipeline import ORGANIZER_EVIDENCE, Outcome, VerifyRequest
-from verifier.report import RunRecord, build_documents, now_iso, sign_report, write_report
+from verifier.report import RunRecord, build_documents, sign_report, write_report
 
 
 def quick_verify(req: VerifyRequest, *, ledger: Path, delay_s: float = 0.0) -> Outcome:
-    started = now_iso()
+    started = now_iso(microseconds=True)
     work = Path(tempfile.mkdtemp(prefix="quick-"))
     try:
         took = time.perf_counter()

@@ -16,7 +16,7 @@ import pytest
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
 from verifier.runners.local_docker import LocalDockerRunner
-from verifier.runners.reference import reference_runner
+from verifier.runners.reference_engine import reference_runner
 from verifier.scale.queue import request as rq
 from verifier.scale.queue.stores import LocalQueue, describe_bundle
 from verifier.scale.worker import Worker, WorkerConfig

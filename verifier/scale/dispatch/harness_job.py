@@ -34,7 +34,7 @@ def run_harness_job(
     facts: dict[str, Any] | None = None,
     print_line: Any = print,
 ) -> Outcome:
-    from verifier.runners.reference import reference_runner
+    from verifier.runners.reference_engine import reference_runner
 
     url = os.path.expandvars(server_url)  # e.g. http://${HF_NETWORK_GROUP_PREFIX}engine:8000
     req = VerifyRequest(

@@ -25,6 +25,7 @@ from typing import Any
 
 from podium.canonical import canonical_json, sha256_bytes
 from podium.errors import StoreError, UsageError
+from podium.timestamps import iso_utc
 from schemas.validate import validate
 
 PENDING, RUNNING, FINISHED, FAILED, CANCELLED = (
@@ -50,7 +51,7 @@ def now() -> datetime:
 
 
 def iso(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return iso_utc(t, microseconds=True)
 
 
 def parse_time(text: str) -> datetime:

@@ -1,10 +1,10 @@
 """``engine.runtime-mismatch``: what the vLLM server really ran with, against what was frozen.
 
-The evidence is ``verifier.runtime.Observation``: what vLLM itself said while it ran
+The evidence is ``verifier.harness.engine_runtime.Observation``: what vLLM itself said while it ran
 (``/version``, ``/v1/models``, the ``non-default args`` line of its start-up log,
 ``/metrics``), read after the timed work. It is the engine's own text (a launcher is the
 participant's code and can log anything), so a finding shows a string of it only through
-``verifier.runtime.shown``; the frozen config, the base image's vLLM version and the
+``verifier.harness.engine_runtime.shown``; the frozen config, the base image's vLLM version and the
 harness's own token count are the verifier's.
 
 A frozen knob that did not take effect, or a setting no frozen knob explains, is an
@@ -27,7 +27,7 @@ from schemas.challenge import ChallengeSpec
 from schemas.check_ids import ENGINE_RUNTIME_MISMATCH
 from schemas.engine_config import rule_fires
 from schemas.findings import Finding
-from verifier.runtime import (
+from verifier.harness.engine_runtime import (
     KNOB_ARGS,
     LAUNCHER_ARGS,
     VLLM_CHOICES,

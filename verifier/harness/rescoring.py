@@ -13,7 +13,7 @@ engine returned, the held-out records):
 - optionally, a free-running greedy decode of a few sampled prompts (information only).
 
 The result is plain data (``ReferenceEvidence``). The reference checks
-(``verifier.checks.reference``, ``verifier.checks.same_path``) are pure functions of
+(``verifier.checks.reference_decode``, ``reference_ppl``, ``same_path``) are pure functions of
 it, so they run without any engine, and the calibration script calls the same ones.
 Scoring requests go out ``spec.reference.batch`` prompts a request (the reference engine
 runs them as one padded batch, nearest lengths together), ``CONCURRENCY`` requests at a
@@ -42,10 +42,10 @@ from verifier.evidence import (
     RequestRecord,
     TpsResult,
 )
+from verifier.evidence.parse import listed_values, out_of_vocabulary
 from verifier.harness.client import EngineClient
-from verifier.harness.ppl import Violations, listed_values, ppl_request, score_record
+from verifier.harness.ppl import ppl_request, score_record
 from verifier.harness.probes import record_key
-from verifier.harness.render import out_of_vocabulary
 
 #: reference requests in flight at once (the baseline engine serves them one by one;
 #: two keep it busy while the next request is built and sent)
@@ -206,12 +206,11 @@ def _record(
 ) -> RecordScore:
     rid = str(record["id"])
     context = [int(t) for t in record["context_token_ids"]]
-    violations = Violations()
-    ref = score_record(rid, job.ids, len(context), job.entries, None, violations)
-    if ref is None or job.entries is None:
+    nll, tokens, shape = score_record(job.ids, len(context), job.entries, None)
+    if not shape.well_formed or job.entries is None:
         raise EngineError(
-            f"the reference engine could not score record {rid}: "
-            + "; ".join(f.message for f in violations.findings),
+            f"the reference engine could not score record {rid}: its answer was malformed "
+            f"({shape})",
             where=PPL_REFERENCE_MISMATCH,
         )
     withheld = 0
@@ -222,9 +221,9 @@ def _record(
             withheld += 1
     return RecordScore(
         id=rid,
-        tokens=ref[1],
+        tokens=tokens,
         engine_nll=engine.nll,
-        reference_nll=ref[0],
+        reference_nll=nll,
         claimed=len(engine.claimed_top),
         withheld=withheld,
     )

@@ -82,7 +82,8 @@ class InProcessReference:
         """Load the pinned weights (once); a failure is an ``EngineError`` naming it."""
         if self._engine is not None and self._model_dir == model_dir:
             return
-        from engines.baseline.model import AttentionError, BaselineEngine
+        from engines.baseline.model import BaselineEngine
+        from engines.baseline.self_test import AttentionError
 
         try:
             engine = BaselineEngine(

@@ -2,8 +2,8 @@
 
 vLLM logs every argument that differs from its own default as one ``non-default args:
 {...}`` line (a Python dict, some values reprs of objects), and exposes Prometheus
-counters at ``/metrics``. ``verifier.runtime`` reads both from a running server and
-``verifier.checks.runtime`` compares them with the frozen config; this module only
+counters at ``/metrics``. ``verifier.harness.engine_runtime`` reads both from a running server and
+``verifier.checks.runtime_mismatch`` compares them with the frozen config; this module only
 parses them (pure functions, no I/O).
 """
 

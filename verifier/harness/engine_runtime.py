@@ -2,7 +2,7 @@
 
 The manifest freezes an engine config, but what turns it into vLLM arguments (the
 launcher) travels in the bundle, so it is the participant's code. This module reads back
-what vLLM itself says while it runs, for ``verifier.checks.runtime`` to compare with the
+what vLLM itself says while it runs, for ``verifier.checks.runtime_mismatch`` to compare with the
 frozen config:
 
 - ``/version``: the vLLM version that answers, against the one the base image names;
@@ -23,7 +23,7 @@ shown as its size (``shown``): the organizer reads it in their log, the particip
 ``observe`` does the I/O; everything else is pure: parse, then ``record`` (the report's
 ``runtime`` member, with what could not be observed); the comparison with the frozen
 config (``expected_args``, the verifier's own reading of the knobs) is
-``verifier.checks.runtime.compare``.
+``verifier.checks.runtime_mismatch.compare``.
 """
 
 from __future__ import annotations
@@ -34,10 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.vllm_output import (
-    parse_counters,
-    parse_non_default_args,
-)
+from verifier.harness.vllm_output import parse_counters, parse_non_default_args
 
 #: Each knob that becomes one vLLM argument: the argument's name in vLLM's parser (the
 #: ``dest`` of its option, as the non-default args line spells it). This is the verifier's

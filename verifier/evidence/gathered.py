@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from schemas.findings import Finding
 from verifier.declared import DeclaredModel
 
 if TYPE_CHECKING:
@@ -91,7 +90,6 @@ class TpsResult:
     summary: Summary
     trials: list[TrialResult]
     records: list[RequestRecord]
-    findings: list[Finding] = field(default_factory=list)
     warmup_seconds: float = 0.0
     tokens_per_trial: int = 0
     concurrency: int = 1
@@ -193,6 +191,33 @@ class Stability:
 # --- the PPL records (verifier.harness.ppl) ---
 
 
+@dataclass(frozen=True)
+class PplAnswerShape:
+    """What one PPL answer held, counted as the harness read it (``verifier.checks.ppl``
+    judges it): an answer with anything counted here is not scored."""
+
+    #: the ids sent
+    prompt_tokens: int
+    #: the ids the engine reported back, where they differ from those sent
+    returned_ids: int | None = None
+    #: its prompt_logprobs entries, where they are not one per prompt id (-1: none at all);
+    #: then nothing below is counted
+    positions: int | None = None
+    #: listed values above 0 (raw logits?), anywhere in the answer
+    positive: int = 0
+    #: scored positions that do not list the prompt's own token
+    missing: int = 0
+    #: listed values that are NaN, infinite or not numbers
+    non_finite: int = 0
+    #: pairs of listed tokens whose ranks contradict their values
+    rank_pairs: int = 0
+
+    @property
+    def well_formed(self) -> bool:
+        anomalies = (self.positive, self.missing, self.non_finite, self.rank_pairs)
+        return self.returned_ids is None and self.positions is None and not any(anomalies)
+
+
 @dataclass
 class PplRecordScore:
     id: str
@@ -200,6 +225,8 @@ class PplRecordScore:
     nll: float
     seconds: float
     scored: bool = True
+    #: what the answer held, for ``verifier.checks.ppl`` (None: not recorded)
+    shape: PplAnswerShape | None = None
     #: the prompt positions where the answer lists the scored token as its own top (by
     #: value): what it says of its distribution, for the reference to check
     claimed_top: tuple[int, ...] = ()
@@ -228,7 +255,6 @@ class PplResult:
     tokens: int
     records: int
     per_record: list[PplRecordScore] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_metrics(self, cap: float | None = None) -> dict[str, Any]:
@@ -291,9 +317,11 @@ class IsolationEvidence:
     probe: dict[str, Any] | None = None
     no_sandbox: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    #: how long the probe took, by the verifier's clock (set by the pipeline)
+    seconds: float | None = None
 
 
-# --- what the reference said (verifier.harness.reference) ---
+# --- what the reference said (verifier.harness.rescoring) ---
 
 
 @dataclass(frozen=True)
