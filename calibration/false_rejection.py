@@ -207,7 +207,7 @@ def control_rows(cheats: bool = False) -> list[Any]:
     honest speculative decoding by n-gram lookup (whose speed depends on the text); with
     ``cheats``, also the corpus replayers it must reject (``tests/doubles/corpus.py``),
     reading tiny's shipped held-out set."""
-    from calibration.rows import Row, doubles
+    from calibration.rows import Row, corpus_rows, doubles
 
     rows = [
         Row("honest baseline", "honest"),
@@ -215,17 +215,7 @@ def control_rows(cheats: bool = False) -> list[Any]:
     ]
     if not cheats:
         return rows
-    corpus = {"CHEAT_CORPUS": str(REPO_ROOT / "podium" / "data" / "tiny" / "heldout-prompts.jsonl")}
-    replay = doubles.engine_class("CorpusReplay")
-    paced = doubles.engine_class("CorpusReplayPaced")
-    verified = doubles.engine_class("CorpusReplayVerified")
-    return [
-        *rows,
-        Row("corpus replay", "cheat", engine=replay, env=corpus),
-        Row("corpus replay paced 20x", "cheat", engine=paced, env={**corpus, "CHEAT_PACE": "20"}),
-        Row("corpus replay paced 1.5x", "cheat", engine=paced, env={**corpus, "CHEAT_PACE": "1.5"}),
-        Row("corpus replay verified", "cheat", engine=verified, env=corpus),
-    ]
+    return [*rows, *corpus_rows()]
 
 
 def run_rows(rows: list[Any], times: int) -> dict[str, Any]:

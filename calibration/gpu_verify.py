@@ -46,7 +46,7 @@ from typing import Any
 from bench.common import machine
 from calibration import RESULTS_DIR
 from calibration.gpu_run import gpu_spec, run_ok, tiny_cap, verify_once
-from calibration.rows import DECODE_RATIO, Row, doubles, margin_rows
+from calibration.rows import DECODE_RATIO, Row, corpus_rows, doubles, margin_rows
 
 RESULT = "gpu_verify.json"
 RESULTS = RESULTS_DIR / RESULT
@@ -122,7 +122,8 @@ def _bought_rows() -> list[Row]:
 
 
 def _cheat_rows() -> list[Row]:
-    """The cheats a process runner can host, the purchases among them."""
+    """The cheats a process runner can host, the purchases and the corpus replayers among
+    them."""
     cheats = [
         Row(name, "cheat", engine=doubles.engine_class(name), replays=name == "ReplayShaped")
         for name in ("FlatterLogprobs", "FlatterSomeRecords", "ReplayShaped")
@@ -138,6 +139,7 @@ def _cheat_rows() -> list[Row]:
         for a, b in ((64, 10), (24, 12), (64, 16))
     ]
     cheats += _bought_rows()
+    cheats += corpus_rows()
     cheats += [
         Row(name, "cheat", engine=doubles.engine_class(name), replays=name == "CachedReplies")
         for name in (

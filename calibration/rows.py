@@ -188,6 +188,25 @@ def rows() -> list[Row]:
     return honest + cheats + margin_rows()
 
 
+def corpus_rows() -> list[Row]:
+    """Engines that know the prompt corpus (``tests/doubles/corpus.py``): each decodes tiny's
+    shipped held-out set at start-up and replays the model's exact greedy answers, unpaced,
+    paced to 20x and to 1.5x the honest speed, or checking each replay with one
+    teacher-forced pass. ``integrity.controls`` must reject every one."""
+    from bench.common import REPO_ROOT
+
+    corpus = {"CHEAT_CORPUS": str(REPO_ROOT / "podium" / "data" / "tiny" / "heldout-prompts.jsonl")}
+    replay = doubles.engine_class("CorpusReplay")
+    paced = doubles.engine_class("CorpusReplayPaced")
+    verified = doubles.engine_class("CorpusReplayVerified")
+    return [
+        Row("corpus replay", "cheat", engine=replay, env=corpus),
+        Row("corpus replay paced 20x", "cheat", engine=paced, env={**corpus, "CHEAT_PACE": "20"}),
+        Row("corpus replay paced 1.5x", "cheat", engine=paced, env={**corpus, "CHEAT_PACE": "1.5"}),
+        Row("corpus replay verified", "cheat", engine=verified, env=corpus),
+    ]
+
+
 #: engines of tests/doubles left out, and why
 LEFT_OUT = {
     "Crash": "exits mid-run: a robustness test, FAILED by design",
