@@ -5,7 +5,7 @@ On the GPU machine (no Docker there: engines run as plain processes):
     bash bench/gpu.sh -k verifications    # installs the carried wheels it lacks, then these
 
 ``test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats`` is
-``calibration/gpu_verify.py``, one test per row (about 25 minutes on an H200 for all of them:
+``calibration/gpu_verify.py``, one test per row (about 50 minutes on an H200 for all of them:
 every honest row three times and every cheat once, one at a time, since a second engine on the GPU
 makes a run unclean; ``-k`` picks rows, e.g. ``-k "bf16 or fp32"``): the runs gather in
 ``$OUT/gpu_verify.json``; ``python -m calibration.gpu_verify --merge`` makes the files of
