@@ -63,7 +63,8 @@ def budget_honest(doc: dict[str, Any], loaded: dict[str, Any]) -> str:
             f"| {max(0.0, -lowest) / floor:.2f} "
             f"| {_worst(runs, 'tops_withheld_share', 'tops_withheld_allowed'):.2f} "
             f"| {_worst(runs, 'same_path_left_out', 'same_path_left_out_allowed'):.2f} "
-            f"| {num(max(r.get('same_path_self_gap') or 0.0 for r in runs), '.4f')} |"
+            f"| {num(max(r.get('same_path_self_gap') or 0.0 for r in runs), '.4f')} "
+            f"| {_range(runs, 'controls_ratio', '.2f')} |"
         )
     m = doc["machine"]
     ((lname, lrow),) = loaded["rows"].items()
@@ -76,8 +77,8 @@ def budget_honest(doc: dict[str, Any], loaded: dict[str, Any]) -> str:
         f"allows (mean gap {mean_ok:.3f}, an answer's mean {answer_ok:.2f}, "
         f"{pct(large_ok)} of tokens over a nat, a record {floor} nats under the reference).\n\n"
         "| row | runs | verdicts | mean gap (position) | worst answer | > 1 nat "
-        "| lowest record delta | withheld tops | left out | self-gap (nats) |\n"
-        "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        "| lowest record delta | withheld tops | left out | self-gap (nats) | controls ratio |\n"
+        "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
         + "\n".join(lines)
         + f"\n\nOn the shared 2-core machine with other test suites running "
         f"(`{sha(loaded['machine']['git_sha'])}`): {lname} {lrow['runs']} times, {lverdicts}, "
