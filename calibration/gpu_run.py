@@ -15,7 +15,7 @@ from typing import Any
 from bench.common import REPO_ROOT
 from calibration import tiny_spec
 from calibration.rows import Row
-from calibration.run_row import make_source
+from calibration.run_row import cheat_stats, make_source
 from calibration.summary import summarise
 
 ZERO_DIGEST = "sha256:" + "0" * 64
@@ -109,7 +109,9 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
     quality = json.loads(spec.read_text())["quality"]
     model_ppl = float(quality["reference_ppl"])
     cap = model_ppl * float(quality["max_ratio"])
-    summary = summarise(row, report, model_ppl=model_ppl, cap=cap, log=text)
+    summary = summarise(
+        row, report, model_ppl=model_ppl, cap=cap, stats=cheat_stats(text), log=text
+    )
     failing = [
         {"id": c["id"], "status": c["status"], "summary": c["summary"]}
         for c in report.get("checks", [])

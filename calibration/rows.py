@@ -188,14 +188,17 @@ def rows() -> list[Row]:
     return honest + cheats + margin_rows()
 
 
-def corpus_rows() -> list[Row]:
-    """Engines that know the prompt corpus (``tests/doubles/corpus.py``): each decodes tiny's
-    shipped held-out set at start-up and replays the model's exact greedy answers, unpaced,
-    paced to 20x and to 1.5x the honest speed, or checking each replay with one
-    teacher-forced pass. ``integrity.controls`` must reject every one."""
+def corpus_rows(timed: str = "heldout") -> list[Row]:
+    """Engines that know the prompt corpus (``tests/doubles/corpus.py``): each decodes the
+    set its timed prompts come from at start-up and replays the model's exact greedy
+    answers, unpaced, paced to 20x and to 1.5x the honest speed, or checking each replay
+    with one teacher-forced pass. ``integrity.controls`` must reject every one. ``timed``
+    names tiny's shipped set they read: ``heldout`` in a sandbox, ``public`` under the
+    process runner, which never times the held-out set (the engine could read it there)."""
     from bench.common import REPO_ROOT
 
-    corpus = {"CHEAT_CORPUS": str(REPO_ROOT / "podium" / "data" / "tiny" / "heldout-prompts.jsonl")}
+    path = REPO_ROOT / "podium" / "data" / "tiny" / f"{timed}-prompts.jsonl"
+    corpus = {"CHEAT_CORPUS": str(path)}
     replay = doubles.engine_class("CorpusReplay")
     paced = doubles.engine_class("CorpusReplayPaced")
     verified = doubles.engine_class("CorpusReplayVerified")
