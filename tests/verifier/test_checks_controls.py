@@ -289,6 +289,29 @@ def test_a_ratio_over_the_bound_within_the_answers_own_scatter_cannot_be_judged(
     assert "scatter too much" in out.result.summary
 
 
+def test_a_ratio_a_little_over_the_bound_is_rejected_only_past_the_runs_noise() -> None:
+    """Judged against the bound, not against 1: an honest self-check on a loaded machine
+    ran its controls at 1.26x, far from 1 in its own scatter but not from 1.25x. Within
+    the noise of the bound it is FAILED; the same scatter tells 1.6x from it: REJECTED."""
+
+    def run(control_s: float) -> list[RequestRecord]:
+        out = []
+        for t in range(5):
+            out += [record(t, p, (0.095, 0.100, 0.105)[p % 3]) for p in range(10)]
+            out += [
+                record(t, 10 + p, control_s * (0.95, 1.0, 1.05)[p], fresh=True) for p in range(3)
+            ]
+        return out
+
+    close = controls(ctx(run(0.127)))
+    assert close.result.details["ratio"] == pytest.approx(1.278, abs=0.001)
+    assert close.result.details["relative_error"] < 0.02  # 1 is 20 standard errors away
+    assert close.result.status == "error" and not close.findings
+    assert "within 3 of them of 1.25x" in close.result.summary
+    far = controls(ctx(run(0.16)))
+    assert far.result.status == "fail" and far.findings
+
+
 def test_controls_lossier_than_the_rest_fail_even_at_the_same_speed() -> None:
     def answer(key: str, gap: float, fresh: bool) -> AnswerScore:
         positions = [Position(3, -gap - 0.1, 4, -0.1)] * 10

@@ -39,10 +39,16 @@ def test_selfcheck_of_the_sample_is_self_reported_on_public_data(tmp_path: Path)
         text=True,
         timeout=600,
     )
-    assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout)
     report = result["report_document"]
-    assert report["mode"] == "self-check" and report["verdict"] == "UNOFFICIAL"
+    failing = {c["id"]: c["status"] for c in report["checks"] if c["status"] in ("fail", "error")}
+    # never REJECTED: on a busy machine a timing check may be unable to judge (FAILED)
+    assert "fail" not in failing.values(), (failing, out.stderr[-2000:])
+    if report["verdict"] == "FAILED":
+        assert out.returncode == 3 and failing, out.stderr[-2000:]
+    else:
+        assert out.returncode == 0 and report["verdict"] == "UNOFFICIAL", out.stderr[-2000:]
+    assert report["mode"] == "self-check"
     assert report["heldout"]["public"] is True
     public = json.loads((REPO / "podium" / "data" / "challenges" / "tiny.json").read_text())
     assert report["heldout"]["ppl_sha256"] == public["datasets"]["ppl_public"]["sha256"]

@@ -26,10 +26,13 @@ them, and its replays, the fastest answers, all stay in the mean: the ratio move
 least ``G``. So ``max_ratio`` is the most a replay can gain unseen, and a replay of every
 answer is seen at any speed-up above it. A ratio between ``max_ratio`` and
 ``decisive_ratio`` may be the machine's noise, on an unstable clock (``tps.unstable``) or
-where it is within ``noise_sigmas`` standard errors of 1 (the scatter of the kept answers
-of each side, by the delta method): the result is then ``error`` (could not judge:
-FAILED, never VERIFIED); past ``decisive_ratio`` it fails as ever. Noise an engine makes
-on purpose buys it that FAILED, no more.
+where it is within ``noise_sigmas`` standard errors of ``max_ratio`` (the scatter of the
+kept answers of each side, by the delta method): the result is then ``error`` (could not
+judge: FAILED, never VERIFIED); past ``decisive_ratio`` it fails as ever. So it fails
+only where the ratio is over ``max_ratio`` beyond the run's own noise: an honest run on
+a busy machine whose controls landed a little over the bound (1.26x, its standard error
+5 %, every trial 1.09x to 1.31x) is FAILED, never REJECTED. Noise an engine makes on
+purpose buys it that FAILED, no more.
 
 **Agreement.** Every control is scored by the reference like a timed answer
 (``verifier.harness.rescoring.sample_answers``), so a made-up control answer fails
@@ -225,14 +228,16 @@ def controls(ctx: CheckContext) -> CheckOutcome:
     stability = ctx.tps.stability
     noise = not lossier and max(deciding, overall) <= decisive
     unstable = stability is not None and not stability.stable
-    # the excess over 1 within `sigmas` standard errors: the answers' own scatter
-    within_noise = overall - 1 <= sigmas * error * overall
+    # over the bound by no more than `sigmas` standard errors (the answers' own scatter):
+    # an honest engine's ratio could have landed there
+    within_noise = overall - max_ratio <= sigmas * error * overall
     if noise and (unstable or within_noise):
         why = (
             f"on an unstable clock ({stability.why})"
             if unstable and stability is not None
             else f"the answers scatter too much to tell: the ratio's standard error is "
-            f"{100 * error:.0f} %, and {overall:.2f}x is within {sigmas:g} of them of 1"
+            f"{100 * error:.0f} %, and {overall:.2f}x is within {sigmas:g} of them of "
+            f"{max_ratio:.2f}x"
         )
         return unreliable(
             CHECK_ID,
