@@ -146,6 +146,12 @@ def run_ok(result: dict[str, Any], cap: float) -> bool:
         return bool(result["verdict"] == "REJECTED")
     if result.get("ppl") is not None and result["ppl"] > cap:
         return result["verdict"] == "REJECTED" and failing == ["ppl.cap"]
+    if (result.get("decode_ratio") or 0.0) > float(tiny_spec()["quality"]["max_ratio"]):
+        # a model over the cap, judged on the public set (the process runner never times the
+        # held-out one), whose PPL the spec's held-out cap does not reach: its decode is
+        # still the reference's to reject
+        over = {"ppl.cap", "integrity.reference-decode"}
+        return result["verdict"] == "REJECTED" and bool(failing) and set(failing) <= over
     return result.get("failure") is None and not failing and result["verdict"] != "REJECTED"
 
 

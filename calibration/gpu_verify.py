@@ -68,7 +68,8 @@ def _honest_rows() -> list[Row]:
         Row("W=24", "honest", config={"SLIDING_WINDOW": 24}),
         Row("W=16", "honest", config={"SLIDING_WINDOW": 16}),
         Row("int8", "honest", config={"QUANTIZATION": "int8"}),
-        Row("W=10", "honest", config={"SLIDING_WINDOW": 10}),  # over the cap: ppl.cap alone
+        # over the cap: ppl.cap, or on the public set the reference decode
+        Row("W=10", "honest", config={"SLIDING_WINDOW": 10}, decode_ratio=DECODE_RATIO["W=10"]),
     ]
     undeclared = doubles.engine_class("Undeclared")
     honest += [
