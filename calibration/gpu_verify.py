@@ -149,9 +149,18 @@ def _cheat_rows() -> list[Row]:
             "ForgedChat",
             "SometimesCheap",
             "CachedReplies",
-            "Degraded",
         )
     ]
+    # noise of 0.35, not 0.25: the public set the process runner times puts 0.25 at 1.0499
+    # of the model's PPL there, inside the cap (1.059 on the held-out set)
+    cheats.append(
+        Row(
+            "Degraded",
+            "cheat",
+            engine=doubles.engine_class("Degraded"),
+            env={"ADVERSARY_NOISE": "0.35"},
+        )
+    )
     return cheats
 
 

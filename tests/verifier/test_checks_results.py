@@ -128,3 +128,22 @@ def test_reproduction_is_not_judged_on_an_unstable_clock() -> None:
     noisy.stability = Stability(max_cv=0.15, cv=0.4, planned=3, run=8, max_trials=8)
     out = run("tps.reproduction", tps=noisy, reported_tps=510.58)
     assert out.result.status == "error" and not out.findings
+
+
+@pytest.mark.fires("ppl.cap")
+def test_on_a_set_the_spec_does_not_pin_the_cap_is_the_references_ppl_there() -> None:
+    """The spec pins the model's PPL on its held-out set only. On another set (a
+    self-check's public one) the model's PPL is the reference's on the records it scored:
+    an engine 10 % worse than the model there fails, though it is under the spec's
+    held-out cap; on the pinned set the same numbers are judged by the spec's cap."""
+    from verifier.evidence import RecordScore, ReferenceEvidence
+
+    records = [RecordScore(f"r{i}", 50, 50 * math.log(2.2), 50 * math.log(2.0)) for i in range(2)]
+    evidence = ReferenceEvidence(sample_seed=1, model=None, records=records)
+    elsewhere = run("ppl.cap", ppl=ppl(2.2), reference_evidence=evidence)
+    assert elsewhere.result.status == "fail"
+    assert (elsewhere.result.details or {})["cap"] == pytest.approx(2.1)  # 1.05 x 2.0
+    assert "the reference's PPL 2.000 on the 2 records" in elsewhere.result.summary
+    pinned = run("ppl.cap", ppl=ppl(2.2), reference_evidence=evidence, model_ppl=2.3)
+    assert pinned.result.status == "pass"
+    assert pinned.result.summary == "PPL 2.200 <= cap 2.415"

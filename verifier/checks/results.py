@@ -6,6 +6,7 @@ None sends a request; each reads what the evaluation measured.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from schemas.check_ids import PPL_CAP, TPS_REPRODUCTION, TPS_UNSTABLE
 from verifier.checks.base import (
@@ -28,16 +29,22 @@ def ppl_cap(ctx: CheckContext) -> CheckOutcome:
 
     Judged after the reference phase, on the judged PPL: no sampled record counts as
     better than the reference scored it (``verifier.checks.reference_ppl.judged_ppl``).
+    A ratio cap is the model's own PPL on the set times ``max_ratio``: the spec pins that
+    PPL for its held-out set only. On any other set (a self-check's public one, the set a
+    process runner times, a ``--heldout`` directory) the model's PPL there is the
+    reference's on the records it scored (``set_cap``), not the held-out one's.
     """
     if ctx.ppl is None:
         return skipped(PPL_CAP, "no PPL was measured")
-    cap = ctx.spec.quality.cap
+    cap, basis = set_cap(ctx)
     value = ctx.ppl.value
     judged = judged_ppl(ctx.ppl, ctx.reference_evidence) if ctx.reference_evidence else None
     details = {"ppl": value, "cap": cap, "tokens": ctx.ppl.tokens, "records": ctx.ppl.records}
+    details.update(basis)
     if judged is not None:
         details.update(engine_ppl=value, ppl=judged)
         value = judged
+    of = f" ({basis['cap_from']})" if "model_ppl_here" in basis else ""
     if not math.isfinite(value):
         return failed(
             PPL_CAP,
@@ -48,11 +55,33 @@ def ppl_cap(ctx: CheckContext) -> CheckOutcome:
     if value > cap:
         return failed(
             PPL_CAP,
-            f"PPL {value:.3f} > cap {cap:.3f}",
+            f"PPL {value:.3f} > cap {cap:.3f}{of}",
             details,
             hint="lossier settings (quantisation, a shorter sliding window) raise PPL",
         )
-    return passed(PPL_CAP, f"PPL {value:.3f} <= cap {cap:.3f}", details)
+    return passed(PPL_CAP, f"PPL {value:.3f} <= cap {cap:.3f}{of}", details)
+
+
+def set_cap(ctx: CheckContext) -> tuple[float, dict[str, Any]]:
+    """The cap on the PPL set in use, and what it rests on. Under a ratio rule on a set the
+    spec does not pin (``ctx.model_ppl`` unknown), the model's PPL there is the reference's
+    over the records it scored, the whole set where it scored every one; without a
+    reference, the spec's cap, whose set this is not (said in the details)."""
+    quality = ctx.spec.quality
+    if quality.rule != "ratio" or ctx.model_ppl is not None:
+        return quality.cap, {}
+    ev = ctx.reference_evidence
+    tokens = sum(r.tokens for r in ev.records) if ev else 0
+    if ev is None or not tokens:
+        return quality.cap, {"cap_from": "the spec's held-out PPL; no reference scored this set"}
+    here = math.exp(math.fsum(r.reference_nll for r in ev.records) / tokens)
+    cap = here * float(quality.max_ratio or 1.0)
+    scored = len(ev.records)
+    return cap, {
+        "model_ppl_here": here,
+        "cap_from": f"{quality.max_ratio:g}x the reference's PPL {here:.3f} on the {scored} "
+        "records of this set it scored",
+    }
 
 
 def tps_reproduction(ctx: CheckContext) -> CheckOutcome:

@@ -196,3 +196,5 @@ def judge(
     ppl = rec.metrics.get("ppl")
     if cap is not None and cap.details and ppl and "engine_ppl" in cap.details:
         ppl.update(value=cap.details["ppl"], engine_value=cap.details["engine_ppl"])
+    if cap is not None and cap.details and ppl and "model_ppl_here" in cap.details:
+        ppl.update(cap=cap.details["cap"])  # the cap on this set, not the held-out one
