@@ -108,12 +108,32 @@ def honest(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
 def test_the_honest_baseline_runs_its_fresh_controls_at_the_speed_of_the_rest(
     honest: Run,
 ) -> None:
+    """Never failed: passed, its ratio under the bound, or, where a busy machine put it a
+    little over, could not judge by the check's own noise rule (FAILED, never REJECTED)."""
     controls = honest.check("integrity.controls")
-    assert controls["status"] == "pass", controls["summary"]
     assert controls["details"]["controls"] >= 9  # 3 in each of the 3 planned trials
+    if controls["status"] == "error":
+        assert_within_noise(honest)
+        return
+    assert controls["status"] == "pass", controls["summary"]
     assert controls["details"]["ratio"] <= 1.25
     if "tps.unstable" not in honest.errors:
         assert honest.verdict == "VERIFIED" and honest.exit_code == 0
+
+
+def assert_within_noise(result: Run) -> None:
+    """The controls check could not judge (FAILED) for the reasons it may: the median
+    trial under the decisive ratio, and the ratio over the bound by no more than
+    noise_sigmas standard errors or on a clock ``tps.unstable`` found unsteady. The
+    rule's arithmetic is redone here from its details."""
+    controls = result.check("integrity.controls")
+    details = controls["details"]
+    assert controls["status"] == "error", controls["summary"]
+    excess = details["ratio"] - details["max_ratio"]
+    noise = details["noise_sigmas"] * details["relative_error"] * details["ratio"]
+    assert excess > 0, controls["summary"]
+    assert excess <= noise or "tps.unstable" in result.errors, controls["summary"]
+    assert details["median_trial"] <= details["decisive_ratio"], controls["summary"]
 
 
 def expect_rejected(cheat: Run, honest: Run, gain: float | None) -> dict[str, Any]:
@@ -140,15 +160,35 @@ def test_a_corpus_replayed_unpaced_is_rejected(bundle: Path, tmp_path: Path, hon
     assert details["ratio"] > 5
 
 
-@pytest.mark.parametrize(("pace", "gain"), [("20", 5.0), ("1.5", None)])
-def test_a_corpus_replayed_at_a_plausible_pace_is_rejected(
-    bundle: Path, tmp_path: Path, honest: Run, pace: str, gain: float | None
+@pytest.mark.fires("integrity.controls")
+def test_a_corpus_replayed_at_twenty_times_the_engines_pace_is_rejected(
+    bundle: Path, tmp_path: Path, honest: Run
 ) -> None:
-    """Paced to 20 times the engine's own speed, and to 1.5 times (a well-tuned engine's
-    look): above the bound's 1.25, either shows."""
-    cheat = run(bundle, tmp_path, "CorpusReplayPaced", CHEAT_PACE=pace)
-    details = expect_rejected(cheat, honest, gain=gain)
+    cheat = run(bundle, tmp_path, "CorpusReplayPaced", CHEAT_PACE="20")
+    details = expect_rejected(cheat, honest, gain=5.0)
     assert details["ratio"] > 1.25
+
+
+def test_a_corpus_replayed_at_a_well_tuned_engines_pace_is_never_verified(
+    bundle: Path, tmp_path: Path, honest: Run
+) -> None:
+    """Paced to 1.5 times the engine's speed (a well-tuned engine's look), just over the
+    bound's 1.25: REJECTED where the run's answers scatter little enough to tell 1.5x
+    from 1.25x (a steady machine, the GPU calibration), and where they scatter more
+    FAILED by the check's own noise rule, whose arithmetic is redone here: never
+    VERIFIED, and never FAILED by a ratio the rule should have judged."""
+    cheat = run(bundle, tmp_path, "CorpusReplayPaced", CHEAT_PACE="1.5")
+    controls = cheat.check("integrity.controls")
+    details = controls["details"]
+    why = (cheat.report["findings"], cheat.report["failure"], controls["summary"])
+    assert cheat.verdict in {"REJECTED", "FAILED"}, why
+    assert cheat.stats()["replayed_tokens"] > 0
+    assert details["ratio"] > details["max_ratio"], why
+    if cheat.verdict == "REJECTED":
+        expect_rejected(cheat, honest, gain=None)
+        return
+    assert_within_noise(cheat)  # and nothing else wrong with the run
+    assert cheat.errors <= {"tps.unstable"}, why
 
 
 def test_a_corpus_replay_verified_by_a_teacher_forced_pass_and_extended_while_the_verifier_waits_is_rejected(  # noqa: E501
