@@ -1,6 +1,7 @@
 """``python -m bench [--quick] [--only PART,...] [--list]``: run the benchmarks under ``bench/``.
 
 Every study module of ``bench/`` is a part (``--list`` names them and what each needs).
+``suite_cost`` (the whole test suite in a fresh clone) runs only when ``--only`` names it.
 The CPU parts write ``bench/results/<part>.json`` (each with the machine, the date and
 the command) and the plots ``docs/img/bench-*.png``. Parts that need what a machine may
 lack (Docker for whole verifications, a CUDA GPU) are skipped there with the reason, and
@@ -61,6 +62,8 @@ class Part:
     plot: str | None = None
     #: a script part's arguments: ``(out, quick) -> argv``; None for a measured part
     argv: Callable[[Path, bool], list[str]] | None = None
+    #: run only when ``--only`` names it (it runs something as large as the test suite)
+    explicit: bool = False
 
 
 PARTS: dict[str, Part] = {
@@ -91,6 +94,13 @@ PARTS: dict[str, Part] = {
             "verify_cost",
             "CPU and git (a worktree of the commit compared)",
             argv=lambda out, quick: ["--out", str(out)] + (["--pairs", "1"] if quick else []),
+        ),
+        Part(
+            "suite_cost",
+            "suite_cost",
+            "root, git and about half an hour (a fresh clone's .ci/run: the whole suite)",
+            explicit=True,
+            argv=lambda out, quick: ["--out", str(out)],
         ),
         Part(
             "gpu_e4b",
@@ -165,9 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         width = max(map(len, PARTS))
         for part in PARTS.values():
-            print(f"{part.name:<{width}}  needs {part.needs}  (bench/{part.module}.py)")
+            only = "  [only with --only]" if part.explicit else ""
+            print(f"{part.name:<{width}}  needs {part.needs}  (bench/{part.module}.py){only}")
         return 0
-    chosen = [p.strip() for p in args.only.split(",") if p.strip()] or list(PARTS)
+    chosen = [p.strip() for p in args.only.split(",") if p.strip()] or [
+        name for name, part in PARTS.items() if not part.explicit
+    ]
     unknown = sorted(set(chosen) - set(PARTS))
     if unknown:
         parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")

@@ -66,3 +66,17 @@ def test_a_part_the_machine_cannot_run_is_skipped_with_the_reason(
 def test_unknown_parts_are_refused() -> None:
     with pytest.raises(SystemExit):
         runner.main(["--only", "http"])
+
+
+def test_the_suite_cost_runs_only_when_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain ``python -m bench`` never starts the whole test suite in a clone."""
+    ran: list[str] = []
+    for name, part in runner.PARTS.items():
+        monkeypatch.setitem(runner.PARTS, name, dataclasses.replace(part, missing=lambda: "test"))
+    monkeypatch.setattr(runner, "run_part", lambda part, *a: ran.append(part.name))
+    runner.main([])
+    out = capsys.readouterr().out
+    assert "== suite_cost" not in out and "== fidelity: skipped" in out
+    assert runner.PARTS["suite_cost"].explicit and ran == []
