@@ -113,7 +113,12 @@ def _parser() -> argparse.ArgumentParser:
         "--table", action="store_true", help="re-write the docs' regions from the results only"
     )
     parser.add_argument("--out", type=Path, default=RESULT)
-    parser.add_argument("--docs", type=Path, default=DOCS)
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        help=f"the document to rewrite (default: {DOCS.name}, and only when --out is the "
+        "results file the docs are rendered from)",
+    )
     parser.add_argument("--note", help="a sentence on what was measured, kept in the results")
     parser.add_argument(
         "--keep",
@@ -139,8 +144,24 @@ def _table(
         previous["note"] = args.note
     if args.note is not None or args.keep is not None:
         args.out.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
-    write_docs(previous, args.docs)
+    _write_docs_for(args, previous)
     return 0
+
+
+def _write_docs_for(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """Rewrite the docs from ``result`` where they are rendered from it: ``--docs`` names a
+    document, or ``--out`` is the results file the docs cite. Results written elsewhere (a
+    trial run, a single row) leave the docs as they are, and the command says so."""
+    if args.docs is not None:
+        write_docs(result, args.docs)
+    elif args.out.resolve() == RESULT.resolve():
+        write_docs(result, DOCS)
+    else:
+        print(
+            f"results in {args.out}; {DOCS.name} not rewritten (it is rendered from "
+            f"{RESULT.relative_to(RESULT.parents[2])}; --docs FILE writes one from these)",
+            file=sys.stderr,
+        )
 
 
 def write_docs(result: dict[str, Any], docs: Path = DOCS) -> list[str]:
@@ -243,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     final = _load(args.out)
     if final is not None:
-        write_docs(final, args.docs)
+        _write_docs_for(args, final)
     return 0 if all(s["meets"] for s in (final or {}).get("rows", [])) else 1
 
 

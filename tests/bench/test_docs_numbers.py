@@ -92,6 +92,23 @@ def test_the_calibration_table_writer_rewrites_its_regions_through_the_renderer(
     assert set(docs.reading(calibrate.SOURCE)) >= {"calibration", "margins-cpu"}
 
 
+def test_results_written_elsewhere_leave_the_docs_as_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trial run (``--out`` another file, one row, say) never rewrites docs/benchmarks.md
+    from its partial results: it says where the results went and that the docs stay."""
+    from calibration import calibrate
+
+    doc = json.loads(calibrate.RESULT.read_text(encoding="utf-8"))
+    doc["rows"] = doc["rows"][:1]
+    elsewhere = tmp_path / "one-row.json"
+    elsewhere.write_text(json.dumps(doc), encoding="utf-8")
+    before = calibrate.DOCS.read_text(encoding="utf-8")
+    assert calibrate.main(["--table", "--out", str(elsewhere)]) == 0
+    assert calibrate.DOCS.read_text(encoding="utf-8") == before
+    assert "not rewritten" in capsys.readouterr().err
+
+
 def test_the_gpu_table_writer_rewrites_its_regions_through_the_renderer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
