@@ -73,7 +73,8 @@ def measure(work: Path) -> dict[str, Any]:
     passes = {name: junit_pass(clone / "test-artifacts" / f) for name, f in PASSES.items()}
     pytest_wall = sum(p["wall_s"] for p in passes.values() if p)
     return {
-        "machine": {**before, "git_sha": _head(clone)},
+        # the clone is of HEAD and clean, whatever the checkout it was made from holds
+        "machine": {**before, "git_sha": _head(clone), "git_clean": True},
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "exit_code": code,
         "wall_s": round(wall, 1),
