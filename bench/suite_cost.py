@@ -2,6 +2,7 @@
 
     python -m bench.suite_cost                 # clones HEAD, runs .ci/run, writes the result
     python -m bench.suite_cost --keep DIR      # and keeps the clone and its log in DIR
+    python -m bench.suite_cost --commit REV --out DIR   # an earlier commit, side by side
 
 The clone is of this checkout's HEAD (committed work only), run as CI runs it: ``CI=true
 bash .ci/run`` from the clone's root, which installs and starts what it needs. The result
@@ -65,9 +66,11 @@ def run_ci(clone: Path, log: Path) -> tuple[int, float]:
     return done.returncode, time.monotonic() - t0
 
 
-def measure(work: Path) -> dict[str, Any]:
+def measure(work: Path, commit: str | None = None) -> dict[str, Any]:
     clone = work / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
+    if commit is not None:
+        subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
     before = machine()
     code, wall = run_ci(clone, work / "ci.log")
     passes = {name: junit_pass(clone / "test-artifacts" / f) for name, f in PASSES.items()}
@@ -95,13 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.suite_cost", description=__doc__)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="folder of the result")
     parser.add_argument("--keep", type=Path, help="keep the clone and its log here")
+    parser.add_argument("--commit", help="run this commit's suite instead of HEAD's")
     args = parser.parse_args(argv)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        result = measure(args.keep)
+        result = measure(args.keep, args.commit)
     else:
         with tempfile.TemporaryDirectory(prefix="podium-suite-") as tmp:
-            result = measure(Path(tmp))
+            result = measure(Path(tmp), args.commit)
     path = write_result("suite_cost", result, args.out)
     print(
         f"exit {result['exit_code']} after {result['wall_s']:.0f} s; written to {path}",
