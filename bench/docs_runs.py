@@ -1,6 +1,7 @@
 """The regions of ``docs/benchmarks.md`` rendered from whole runs of podium: what a tiny
 verification costs and where its seconds go (``verify_cost``), the tiny challenge on real
-vLLM (``vllm_tiny``), the launcher's gate (``proxy``) and a sweep (``sweep_cost``)."""
+vLLM (``vllm_tiny``), the launcher's gate (``proxy``), a sweep (``sweep_cost``) and the
+test suite as CI runs it (``suite_cost``)."""
 
 from __future__ import annotations
 
@@ -183,10 +184,43 @@ def _label(changes: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+#: the goal for the whole suite in CI, in seconds
+SUITE_GOAL_S = 30 * 60
+
+
+def suite_cost(doc: dict[str, Any]) -> str:
+    passes = doc["passes"]
+    rows = [("setup: venvs, Docker engine and images, browser, lint, lowest tests", doc["setup_s"])]
+    for name, label in (
+        ("parallel", "the suite, two workers"),
+        ("serial", "the timing tests, alone"),
+    ):
+        p = passes.get(name)
+        if p:
+            rows.append(
+                (
+                    f"{label} ({p['passed']:,} passed, {p['failed']} failed, "
+                    f"{p['skipped']} skipped; the tests' own times {p['tests_s']:,.0f} s)",
+                    p["wall_s"],
+                )
+            )
+    total = doc["wall_s"]
+    verdict = "exit 0" if doc["exit_code"] == 0 else f"exit {doc['exit_code']}: failed"
+    met = "met" if doc["exit_code"] == 0 and total <= SUITE_GOAL_S else "missed"
+    return (
+        f"{machine_line(doc['machine'], doc.get('load_average_after'))}; `{doc['command']}`.\n\n"
+        "| step | seconds |\n| --- | ---: |\n"
+        + "\n".join(f"| {label} | {sec:,.0f} |" for label, sec in rows)
+        + f"\n| **total** ({verdict}) | **{total:,.0f} ({total / 60:.1f} min)** |\n\n"
+        f"The goal, under {SUITE_GOAL_S // 60} minutes in CI, is {met}."
+    )
+
+
 REGIONS = [
     Region("verify-cost", "benchmarks", (R + "verify_cost.json",), verify_cost),
     Region("vllm-tiny", "benchmarks", (R + "vllm_tiny.json",), vllm_tiny),
     Region("proxy", "benchmarks", (R + "proxy.json",), proxy),
     Region("verify-stages", "benchmarks", (R + "verify_cost.json",), stages),
     Region("sweep-cost", "benchmarks", (R + "sweep_cost.json",), sweep_cost),
+    Region("suite-cost", "benchmarks", (R + "suite_cost.json",), suite_cost),
 ]
