@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from bench.docs_region import Region, machine_line, pct, span
+from bench.docs_region import Region, machine_line, pct, sha, span
 
 R = "bench/results/"
 #: the stages of a verification, in the order they run, as the table groups them
@@ -188,31 +188,42 @@ def _label(changes: dict[str, Any]) -> str:
 SUITE_GOAL_S = 30 * 60
 
 
-def suite_cost(doc: dict[str, Any]) -> str:
+#: the steps of a suite run as the table shows them: label, and where the seconds are
+SUITE_STEPS = (
+    ("setup: venvs, Docker engine and images, browser, lint, lowest tests", "setup"),
+    ("the suite on two workers", "parallel"),
+    ("the timing tests, alone (`serial`)", "serial"),
+)
+
+
+def _suite_cells(doc: dict[str, Any]) -> list[str]:
+    """One column of the suite table: each step's seconds, the tests run, the total."""
     passes = doc["passes"]
-    rows = [("setup: venvs, Docker engine and images, browser, lint, lowest tests", doc["setup_s"])]
-    for name, label in (
-        ("parallel", "the suite, two workers"),
-        ("serial", "the timing tests, alone"),
-    ):
+    cells = [f"{doc['setup_s']:,.0f}"]
+    for _, name in SUITE_STEPS[1:]:
         p = passes.get(name)
-        if p:
-            rows.append(
-                (
-                    f"{label} ({p['passed']:,} passed, {p['failed']} failed, "
-                    f"{p['skipped']} skipped; the tests' own times {p['tests_s']:,.0f} s)",
-                    p["wall_s"],
-                )
-            )
+        cells.append(f"{p['wall_s']:,.0f} ({p['passed']:,} tests)" if p else "–")
+    failed = sum(p["failed"] for p in passes.values() if p)
+    verdict = "exit 0" if doc["exit_code"] == 0 else f"exit {doc['exit_code']}, {failed} failed"
     total = doc["wall_s"]
-    verdict = "exit 0" if doc["exit_code"] == 0 else f"exit {doc['exit_code']}: failed"
+    cells.append(f"**{total:,.0f} ({total / 60:.1f} min)**, {verdict}")
+    return cells
+
+
+def suite_cost(doc: dict[str, Any], before: dict[str, Any]) -> str:
+    now, then = _suite_cells(doc), _suite_cells(before)
+    labels = [label for label, _ in SUITE_STEPS] + ["**total**"]
+    head_now, head_then = sha(doc["machine"]["git_sha"]), sha(before["machine"]["git_sha"])
+    total = doc["wall_s"]
     met = "met" if doc["exit_code"] == 0 and total <= SUITE_GOAL_S else "missed"
     return (
-        f"{machine_line(doc['machine'], doc.get('load_average_after'))}; `{doc['command']}`.\n\n"
-        "| step | seconds |\n| --- | ---: |\n"
-        + "\n".join(f"| {label} | {sec:,.0f} |" for label, sec in rows)
-        + f"\n| **total** ({verdict}) | **{total:,.0f} ({total / 60:.1f} min)** |\n\n"
-        f"The goal, under {SUITE_GOAL_S // 60} minutes in CI, is {met}."
+        f"{machine_line(doc['machine'], doc.get('load_average_after'))}; `{doc['command']}`; "
+        f"beside it `{before['command']} --commit {head_then}` on the same machine, "
+        f"{str(before['machine']['date'])[:10]}.\n\n"
+        f"| step (seconds) | `{head_now}` | `{head_then}` |\n| --- | ---: | ---: |\n"
+        + "\n".join(f"| {lab} | {a} | {b} |" for lab, a, b in zip(labels, now, then, strict=True))
+        + f"\n\nThe goal, under {SUITE_GOAL_S // 60} minutes in CI, is {met}; against "
+        f"`{head_then}` the run takes {total / before['wall_s']:.2f} times as long."
     )
 
 
@@ -222,5 +233,10 @@ REGIONS = [
     Region("proxy", "benchmarks", (R + "proxy.json",), proxy),
     Region("verify-stages", "benchmarks", (R + "verify_cost.json",), stages),
     Region("sweep-cost", "benchmarks", (R + "sweep_cost.json",), sweep_cost),
-    Region("suite-cost", "benchmarks", (R + "suite_cost.json",), suite_cost),
+    Region(
+        "suite-cost",
+        "benchmarks",
+        (R + "suite_cost.json", R + "suite_cost-before.json"),
+        suite_cost,
+    ),
 ]
