@@ -218,7 +218,7 @@ def suite_cost(doc: dict[str, Any], before: dict[str, Any]) -> str:
     met = "met" if doc["exit_code"] == 0 and total <= SUITE_GOAL_S else "missed"
     return (
         f"{machine_line(doc['machine'], doc.get('load_average_after'))}; `{doc['command']}`; "
-        f"beside it `{before['command']} --commit {head_then}` on the same machine, "
+        f"beside it `{before['command']}` on the same machine, "
         f"{str(before['machine']['date'])[:10]}.\n\n"
         f"| step (seconds) | `{head_now}` | `{head_then}` |\n| --- | ---: | ---: |\n"
         + "\n".join(f"| {lab} | {a} | {b} |" for lab, a, b in zip(labels, now, then, strict=True))

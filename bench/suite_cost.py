@@ -83,7 +83,7 @@ def measure(work: Path, commit: str | None = None) -> dict[str, Any]:
         "wall_s": round(wall, 1),
         "passes": passes,
         "setup_s": round(wall - pytest_wall, 1),
-        "command": "python -m bench.suite_cost",
+        "command": "python -m bench.suite_cost" + (f" --commit {commit}" if commit else ""),
     }
 
 

@@ -159,7 +159,7 @@ def _write_docs_for(args: argparse.Namespace, result: dict[str, Any]) -> None:
     else:
         print(
             f"results in {args.out}; {DOCS.name} not rewritten (it is rendered from "
-            f"{RESULT.relative_to(RESULT.parents[2])}; --docs FILE writes one from these)",
+            f"{RESULT.relative_to(REPO_ROOT)}; --docs FILE writes one from these)",
             file=sys.stderr,
         )
 
