@@ -58,12 +58,19 @@ def _within_noise(details: dict[str, Any], *, unstable: bool) -> None:
     assert float(details["median_trial"]) <= float(details["decisive_ratio"]) + 0.01, details
 
 
-def assert_honest(report: dict[str, Any]) -> None:
-    """VERIFIED, or FAILED where only a timing check could not judge (``inconclusive``)."""
-    if report["verdict"] == "VERIFIED":
+def assert_honest(report: dict[str, Any], expected: str = "VERIFIED") -> None:
+    """``expected`` (VERIFIED, or UNOFFICIAL where the runner or hardware cannot give more),
+    or FAILED where only a timing check could not judge (``inconclusive``)."""
+    if report["verdict"] == expected:
         return
     why = (report["verdict"], report["findings"], report.get("failure"))
     assert inconclusive(report), why
+
+
+def settled(report: dict[str, Any]) -> str:
+    """The verdict, or ``"inconclusive"`` where only a timing check could not judge: what two
+    runs of one entry are compared by, since the machine's load may leave either unjudged."""
+    return "inconclusive" if inconclusive(report) else str(report["verdict"])
 
 
 def judged(run: Callable[[], dict[str, Any]], tries: int = 2) -> dict[str, Any]:
