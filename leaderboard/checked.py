@@ -119,7 +119,8 @@ def _check_snapshot(
         return out
     rotations, withdrawals, problems = _documents(snap)
     if seen is not None:  # a rotation or withdrawal a writer deleted still counts
-        rotations, withdrawals = _with_memory(seen, identity, rotations, withdrawals)
+        rotations, withdrawals, late = _with_memory(seen, identity, rotations, withdrawals)
+        problems += late
     trust, refused, applied = rotate_all(base, rotations)
     problems += [SetProblem("bad-document", why, ROTATIONS_DIR) for why in refused]
     held = {item.path.split("/")[1] for item in snap.records if item.path.count("/") == 2}
@@ -180,18 +181,38 @@ def _with_memory(
     identity: str,
     rotations: list[dict[str, Any]],
     withdrawals: list[tuple[str, dict[str, Any]]],
-) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]]]:
-    """The store's rotations and withdrawals, and those the viewer remembers beside them."""
-    stored = {_sig(d) for d in rotations}
+) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]], list[SetProblem]]:
+    """The store's rotations and withdrawals with those the viewer remembers beside them,
+    and the problems of new rotations signed by a key the viewer saw revoked (a leaked key
+    backdating a rotation to before its revocation: refused, never applied)."""
+    known = seen.rotations(identity)
+    have = {_sig(d) for d in known}
+    revoked = {str(d.get("key_id")): str(d.get("at")) for d in known if d.get("revoked") is True}
+    problems: list[SetProblem] = []
+    fresh = []
+    for doc in rotations:
+        kid = str(doc.get("key_id"))
+        if _sig(doc) in have:
+            continue
+        if kid in revoked:
+            problems.append(
+                SetProblem(
+                    "bad-document",
+                    f"a key rotation signed by key {kid}, which this viewer saw revoked on "
+                    f"{revoked[kid]}, appeared after the revocation: it is not trusted, "
+                    "whatever its date",
+                    ROTATIONS_DIR,
+                )
+            )
+            continue
+        fresh.append(doc)
     here = {path for path, _ in withdrawals}
-    return [*rotations, *(d for d in seen.rotations(identity) if _sig(d) not in stored)], [
-        *withdrawals,
-        *(
-            (p, d)
-            for p, d in seen.withdrawals(identity)
-            if p not in here and not validation_errors("withdrawal", d)
-        ),
+    remembered = [
+        (p, d)
+        for p, d in seen.withdrawals(identity)
+        if p not in here and not validation_errors("withdrawal", d)
     ]
+    return [*known, *fresh], [*withdrawals, *remembered], problems
 
 
 def _unlisted_problems(out: StoreCheck, unlisted: set[str], head: Head | None) -> list[SetProblem]:

@@ -33,12 +33,18 @@ from leaderboard.publish import (
 )
 from leaderboard.records import record_from_report
 from leaderboard.stores import open_store
-from leaderboard.stores.base import HEAD_PATH, bundle_path, record_bytes, record_path
+from leaderboard.stores.base import (
+    HEAD_PATH,
+    ROTATIONS_DIR,
+    bundle_path,
+    record_bytes,
+    record_path,
+)
 from leaderboard.trust import build_trust
 from leaderboard.views.web import BoardServer, make_server
 from podium.canonical import sha256_bytes
 from podium.cli.app import app
-from podium.signing import KeyPair, sign_document, write_keypair
+from podium.signing import KeyPair, public_raw_b64, sign_document, write_keypair
 
 runner = CliRunner()
 
@@ -129,6 +135,45 @@ def test_a_revoked_key_that_comes_back_fails_the_set_check(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "another-viewer"))
     code, doc = verify(where, k1)
     assert code == 0 and doc["good"] == 2
+
+
+def test_a_rotation_a_revoked_key_signs_after_its_revocation_is_refused(
+    where: Local | Hub, k1: tuple[KeyPair, Path]
+) -> None:
+    """The holder of the leaked K1, revoked, signs a rotation to a key of its own dated
+    before the revocation (so that, in order of time, K1 was still good), and a head with
+    that key that extends the one seen and lists a row of its own."""
+    key1 = k1[0]
+    publish_one(where, key1, "alpha")
+    rotate_key(open_store(where.url), key1, KeyPair.generate(), revoked=True)
+    assert not verify(where, k1)[1]["set_problems"]  # the viewer saw the revocation
+    seen = parse_head(where.read(HEAD_PATH))
+    mallory = KeyPair.generate()
+    rotation = sign_document(
+        {
+            "schema_version": 1,
+            "kind": "podium.key-rotation",
+            "key_id": key1.key_id,
+            "new_key_id": mallory.key_id,
+            "new_public_key": public_raw_b64(mallory.public_key),
+            "at": "2026-12-01T00:00:00Z",
+            "revoked": False,
+        },
+        key1,
+    )
+    row = record_from_report(make_report(mallory, team="mallory", entry="e", serial=8), mallory)
+    files = {
+        f"{ROTATIONS_DIR}/{mallory.key_id}.json": record_bytes(rotation),
+        record_path(row): record_bytes(row),
+    }
+    leaves = [*seen.leaves, *({"path": p, "sha256": sha256_bytes(d)} for p, d in files.items())]
+    for path, data in files.items():
+        where.plant(path, data)
+    where.plant(HEAD_PATH, sign_head(leaves, seen.version + 1, mallory))
+    code, doc = verify(where, k1)
+    assert code == 1 and kinds(doc) == ["head-unknown-key", "bad-document"]
+    assert "saw revoked" in doc["set_problems"][1]["message"]
+    assert doc["good"] == 0
 
 
 def test_a_backdated_head_from_a_retired_key_is_inconsistent(
