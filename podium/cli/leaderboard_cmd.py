@@ -5,7 +5,7 @@ dataset (``hf://datasets/ORG/NAME``); both have the same layout.
 
 Here: the group and the commands that read a store (show, export, verify, serve,
 build-site), each checking every row and the whole set first. The organizer's commands
-that write one (publish, sign-head, withdraw, rotate-key) are in
+that write one (publish, publish-bundle, sign-head, withdraw, rotate-key) are in
 ``leaderboard_publish_cmd``; the group mounts them all in the order its help lists them.
 """
 
@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from podium.cli.leaderboard_publish_cmd import (
+    publish_bundle_cmd,
     publish_cmd,
     rotate_key_cmd,
     sign_head_cmd,
@@ -372,6 +373,7 @@ for _name, _command in (
     ("export", export_cmd),
     ("verify", verify_cmd),
     ("publish", publish_cmd),
+    ("publish-bundle", publish_bundle_cmd),
     ("sign-head", sign_head_cmd),
     ("withdraw", withdraw_cmd),
     ("rotate-key", rotate_key_cmd),

@@ -297,3 +297,18 @@ def test_a_bundle_no_head_lists_is_never_linked_nor_handed_out(
     assert sha not in json.loads(fetch(url + "records.json")[1])["bundles"]
     status, body = fetch(url + bundle_path(sha))
     assert status == 409 and b"not listed" in body
+
+
+def test_publish_bundle_makes_a_bundle_a_leaf_of_the_head_once(
+    where: Local | Hub, k1: tuple[KeyPair, Path], tmp_path: Path
+) -> None:
+    data = gzip.compress(b"an entry", mtime=0)
+    (tmp_path / "entry.tar.gz").write_bytes(data)
+    args = ["publish-bundle", str(tmp_path / "entry.tar.gz"), "--store", where.url]
+    for added in (True, False):  # idempotent: the second adds nothing, signs no new head
+        code, doc = viewer(*args, "--key", str(k1[1]))
+        assert code == 0 and doc["bundles"][0]["added"] is added
+    sha = sha256_bytes(data)
+    head = parse_head(where.read(HEAD_PATH))
+    assert head.version == 1 and head.leaves == [{"path": bundle_path(sha), "sha256": sha}]
+    assert where.read(bundle_path(sha)) == data
