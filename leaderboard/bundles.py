@@ -4,7 +4,8 @@ A bundle (``bundles/<sha256>.tar.gz``) is a leaf of the store's signed head
 (``leaderboard.log``), so the set check knows whether each one is listed and present. Its
 bytes are not hashed by every view (a bundle can be large); they are hashed here, by
 the view that hands one out (``serve``'s link, ``export --bundles``), before any byte
-leaves: a file whose bytes are not the ones the head lists was swapped, and is refused.
+leaves, and by ``verify`` for all of them: a file whose bytes are not the ones the head
+lists was swapped, and is refused.
 
 What it trusts: the sound head's leaves (``StoreCheck.bundles``: the bundles it lists);
 the stored file only through its sha256.
@@ -12,6 +13,7 @@ the stored file only through its sha256.
 
 from __future__ import annotations
 
+from leaderboard.setcheck import SetProblem
 from leaderboard.stores.base import Store, bundle_path
 from leaderboard.verify import StoreCheck
 from podium.canonical import sha256_bytes
@@ -40,3 +42,15 @@ def checked_bundle(store: Store, check: StoreCheck, sha: str) -> bytes:
             hint="the organizers can publish the genuine bundle again",
         )
     return data
+
+
+def bundle_problems(store: Store, check: StoreCheck) -> list[SetProblem]:
+    """Every bundle the sound head lists, read and hashed: an ``altered`` problem for each
+    whose bytes are not those listed (what ``verify`` adds to the views' set check)."""
+    problems = []
+    for sha in sorted(check.bundles):
+        try:
+            checked_bundle(store, check, sha)
+        except StoreError as exc:
+            problems.append(SetProblem("altered", exc.message, bundle_path(sha)))
+    return problems

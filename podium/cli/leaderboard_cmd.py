@@ -233,15 +233,19 @@ def verify_cmd(
     """Check every row and the whole set; list what fails (exit 1).
 
     Each row's schema, id, path and signature, and the store's signed head: no listed
-    row missing, no row unlisted, no rollback from a head this viewer checked before, not
-    older than the spec's freshness bound. The keys are those the challenge spec pins and
+    row or bundle missing, none unlisted, no rollback from a head this viewer checked
+    before, not older than the spec's freshness bound, every listed bundle's bytes as
+    listed (each is read). The keys are those the challenge spec pins and
     any --pubkey; a key published only inside the store is never trusted. Get a --pubkey
     from the organizers.
 
     Example: podium leaderboard verify --store hf://datasets/org/lb --pubkey organizer.pem.pub
     """
+    from leaderboard.bundles import bundle_problems
+
     set_json(json_out)
     st, check = read_view(store, None, pubkey, no_spec_keys, False)
+    check.set_problems += bundle_problems(st, check)
 
     def human(con: Console) -> None:
         for problem in check.set_problems:

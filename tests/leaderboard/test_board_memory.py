@@ -280,6 +280,9 @@ def test_a_swapped_bundle_is_refused_by_serve_and_export(
     where.plant(bundle_path(sha), gzip.compress(b"something else entirely", mtime=0))
     status, body = fetch(url + bundle_path(sha))
     assert status == 409 and b"swapped" in body
+    code, doc = verify(where, k1)  # verify reads every listed bundle
+    assert code == 1 and kinds(doc) == ["altered"]
+    assert "swapped" in doc["set_problems"][0]["message"]
     code, done = viewer(*args)
     assert code == 1 and "swapped" in done["refused_bundles"][0]
     assert not out.exists() and not (bundles / f"{sha}.tar.gz").exists()
