@@ -30,7 +30,7 @@ from leaderboard.trust import Trust
 from leaderboard.verify import RowChecker, StoreCheck
 from leaderboard.views.board import boards_of
 from leaderboard.views.fallback import page_html
-from podium.errors import PodiumError, UsageError
+from podium.errors import PodiumError, StoreError, UsageError
 from podium.timestamps import now_iso
 
 STATIC_FILES = {
@@ -258,9 +258,9 @@ def make_server(
             if name.startswith(BUNDLES_DIR + "/") and sha is not None:
                 try:
                     data = cache.bundle(sha)
-                except PodiumError as exc:
+                except PodiumError as exc:  # refused (409), or the store unreachable (503)
                     msg = json.dumps({"error": str(exc), "hint": exc.hint}).encode()
-                    self._send(409, msg, "application/json")
+                    self._send(409 if isinstance(exc, StoreError) else 503, msg, "application/json")
                     return
                 self._send(200, data, "application/gzip")
             elif name in STATIC_FILES:
