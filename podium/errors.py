@@ -14,7 +14,8 @@ of podium can still catch it, and carries the path, key or check id it is about.
     ├── DockerError(RuntimeError)         the Docker engine failed         exit 3
     ├── HubError(RuntimeError)            the Hugging Face Hub failed      exit 3
     ├── StoreError(RuntimeError)          a leaderboard/queue store failed exit 3
-    └── SignatureError(ValueError)        a signature does not verify      exit 1
+    ├── SignatureError(ValueError)        a signature does not verify      exit 1
+    └── SetCheckError(ValueError)         a store's whole set does not check exit 1
 
 Exit codes (documented in the CLI help and docs/cli.md): 0 ok / verified, 1 findings /
 rejected, 2 usage, 3 could not evaluate.
@@ -140,5 +141,13 @@ class StoreError(PodiumError, RuntimeError):
 
 class SignatureError(PodiumError, ValueError):
     """A signature is missing, malformed or does not match its document."""
+
+    exit_code = EXIT_FINDINGS
+
+
+class SetCheckError(PodiumError, ValueError):
+    """A leaderboard store's whole set does not check against its signed head (a row
+    missing or unlisted, a rollback, a revoked or unknown head key): nothing it holds is
+    offered as proven."""
 
     exit_code = EXIT_FINDINGS
