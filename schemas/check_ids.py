@@ -239,6 +239,12 @@ ENV_GPU_BUSY = _declare(
 IMAGE_TOO_LARGE = _declare(
     "image.too-large", "rebuild", "the rebuilt image is over the challenge's size limit"
 )
+IMAGE_NETWORK = _declare(
+    "image.network",
+    "rebuild",
+    "a build step reached for the network, which the rebuild does not have: the image must "
+    "follow from the bundle and its pinned base alone",
+)
 
 # -- evaluation: what the participant's engine answered -----------------------------------
 PPL_LOGPROB_POSITIVE = _declare(
