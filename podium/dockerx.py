@@ -163,12 +163,11 @@ def build_failure(tag: str, error: str, log: str) -> ImageBuildError:
     instruction = step.split(" : ", 1)[1] if step else ""
     network = instruction.upper().startswith("RUN") and bool(NETWORK_SIGNS.search(output))
     urls = tuple(dict.fromkeys(_URL.findall(instruction)))
-    tail = log_tail(log)
-    if network:
+    if network:  # the step and the advice say it all; the log is the caller's to keep
         return ImageBuildError(
             f"building image {tag} failed at step {step}: the step reached for the network, "
-            f"and builds have none (the image must follow from the bundle and its pinned "
-            f"base alone)\n{tail}",
+            "and builds have none (the image must follow from the bundle and its pinned "
+            "base alone)",
             step=step,
             network=True,
             urls=urls,
@@ -177,7 +176,10 @@ def build_failure(tag: str, error: str, log: str) -> ImageBuildError:
         )
     at = f" at step {step}" if step else ""
     return ImageBuildError(
-        f"building image {tag} failed{at}: {error}\n{tail}", step=step, urls=urls, where=tag
+        f"building image {tag} failed{at}: {error}\n{log_tail(log)}",
+        step=step,
+        urls=urls,
+        where=tag,
     )
 
 

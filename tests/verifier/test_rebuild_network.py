@@ -181,6 +181,21 @@ def test_a_bundle_whose_build_fetches_is_rejected_before_anything_runs(
     assert "rebuild" in stages and "start" not in stages  # nothing of the entry ran
 
 
+@pytest.mark.docker
+def test_the_participants_own_package_build_has_no_network_either(
+    client: Any, tmp_path: Path
+) -> None:
+    """``submission package`` builds as the verifier rebuilds: the participant finds out
+    before submitting, with the step and what to vendor."""
+    with host_server(bridge_gateway(client)) as (url, asked):
+        src = tiny_entry(tmp_path, fetch_step(url))
+        with pytest.raises(ImageBuildError) as info:
+            package(src, tmp_path / "dist")
+        assert asked == []
+    assert info.value.network and "RUN python3" in (info.value.step or "")
+    assert url in (info.value.hint or "")
+
+
 def vendored_wheel(folder: Path) -> str:
     """A pure-Python wheel made here, so the test needs no index: its file name."""
     name, version = "podium_vendored_probe", "1.0"
