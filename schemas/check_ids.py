@@ -117,6 +117,12 @@ BUNDLE_CHALLENGE_VERSION = _declare(
     "the bundle was frozen for another version of this challenge",
     severity="warning",
 )
+BUNDLE_BASE_UNCHECKED = _declare(
+    "bundle.base-unchecked",
+    "intake",
+    "the base image's digest is all zeros, or no local image confirmed it at freeze and the "
+    "challenge spec does not confirm it: the rebuild could not start",
+)
 BUNDLE_MODEL_PIN = _declare(
     "bundle.model-pin", "intake", "the bundle pins another model or revision than the challenge"
 )

@@ -44,7 +44,12 @@ def opened(run: Run, workdir: Path) -> Intake:
         return f"{errors} rule(s) broken: nothing is built or run" if not result.ok else None
 
     if req.intake is None:
-        taken = run.timed("intake", lambda: intake(req.bundle, workdir, req.spec), verdict=broken)
+        rebuilds = req.runner is None or req.runner.info.rebuilds
+        taken = run.timed(
+            "intake",
+            lambda: intake(req.bundle, workdir, req.spec, rebuilds=rebuilds),
+            verdict=broken,
+        )
     else:
         taken = req.intake
         status = "failed" if broken(taken) else "ok"
