@@ -189,3 +189,20 @@ def test_the_verifier_refuses_an_unchecked_base_at_intake_before_a_rebuild(
     assert [f.check_id for f in opened.findings if f.is_error] == ["bundle.base-unchecked"]
     # a runner that builds no image (process) never reads the base
     assert intake(bundle, tmp_path / "work2", spec, rebuilds=False).ok
+
+
+def test_the_rebuild_finds_a_base_held_under_its_digest_or_says_which_to_pull(
+    stand_in: tuple[str, str],
+) -> None:
+    from verifier.rebuild import held_base
+
+    ref, image_id = stand_in
+    client = dockerx.connect()
+    try:
+        untagged = ref.replace(":v0.32.0", ":not-tagged")
+        assert held_base(client, untagged, image_id)["id"] == image_id
+        with pytest.raises(DockerError) as info:
+            held_base(client, "vllm/vllm-openai:v0.32.0", OTHER_DIGEST)
+        assert info.value.hint == f"docker pull vllm/vllm-openai@{OTHER_DIGEST}"
+    finally:
+        client.close()
