@@ -200,6 +200,13 @@ SUBMISSION_DOCKERFILE_BASE = _declare(
     "submission",
     "the Dockerfile does not build FROM ${BASE_IMAGE}, so the base cannot be pinned",
 )
+SUBMISSION_NETWORK_STEP = _declare(
+    "submission.network-step",
+    "submission",
+    "a Dockerfile RUN step fetches from the network (pip without --no-index, curl, git, apt, "
+    "a URL), which builds do not have",
+    severity="warning",
+)
 SUBMISSION_REQUIREMENTS = _declare(
     "submission.requirements", "submission", "a requirements line is not NAME==VERSION[ --hash]"
 )
