@@ -78,6 +78,8 @@ def package_cmd(
             f"\n   bundle {result.bundle.path} ({result.bundle.size:,} bytes, "
             f"sha256 {result.bundle.sha256[:16]}...)"
         )
+    if result.bundle:
+        line += _base_line(directory)
     if result.image:
         line += (
             f"\n   image  {result.image['tag']} ({result.image['image_id'][:19]}, "
@@ -90,6 +92,21 @@ def package_cmd(
         line,
         f"podium submission selfcheck {bundle}, then hand the bundle to the organizers, "
         f"e.g. podium submission push {bundle} --repo ORG/NAME",
+    )
+
+
+def _base_line(directory: Path) -> str:
+    """The base pin as frozen, and what an unchecked one means for the doors after."""
+    import json
+
+    base = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))["engine"]
+    base = base["base_image"]
+    shown = f"{base['ref'].split('@')[0]}@{base['digest'][:19]}..."
+    if not base.get("unchecked"):
+        return f"\n   base   {shown} (checked: a local image holds it)"
+    return (
+        f"\n   base   {shown} (unchecked: no local image holds it; inspect, queue submit "
+        "and the verifier refuse it unless the challenge spec confirms that digest)"
     )
 
 
