@@ -12,6 +12,7 @@ of podium can still catch it, and carries the path, key or check id it is about.
     ├── EngineError(RuntimeError)         the engine under test misbehaved exit 3
     │   └── EngineTimeout(TimeoutError)
     ├── DockerError(RuntimeError)         the Docker engine failed         exit 3
+    │   └── ImageBuildError               a build step failed              exit 3
     ├── HubError(RuntimeError)            the Hugging Face Hub failed      exit 3
     ├── StoreError(RuntimeError)          a leaderboard/queue store failed exit 3
     ├── SignatureError(ValueError)        a signature does not verify      exit 1
@@ -129,6 +130,30 @@ class EngineTimeout(EngineError, TimeoutError):
 
 class DockerError(PodiumError, RuntimeError):
     """The Docker engine refused or failed an operation."""
+
+
+class ImageBuildError(DockerError):
+    """An image build stopped at one of its steps.
+
+    ``step`` is that step as the build log names it (``"2/3 : RUN pip install x"``),
+    ``network`` whether its output shows it reached for a network the build does not
+    have (builds run with none), and ``urls`` the addresses the step names.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str | None = None,
+        network: bool = False,
+        urls: tuple[str, ...] = (),
+        hint: str | None = None,
+        where: str | None = None,
+    ):
+        super().__init__(message, hint=hint, where=where)
+        self.step = step
+        self.network = network
+        self.urls = urls
 
 
 class HubError(PodiumError, RuntimeError):
