@@ -59,7 +59,9 @@ class Bits:
 
 
 #: numeric members that hold what the verifier, the spec or the participant fixed before
-#: the engine saw any held-out data (prefixes of member paths)
+#: the engine saw any held-out data (prefixes of member paths); ``metrics.ppl.tokens`` and
+#: ``records`` are the records the procedure sent, never how many the engine answered
+#: well (``scored_tokens``, ``scored_records``: the evidence's, 64 bits here if present)
 _FIXED = (
     "schema_version",
     "submission.",
