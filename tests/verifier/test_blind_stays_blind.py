@@ -213,6 +213,7 @@ def test_a_worker_marks_the_request_failed_naming_the_cause_and_nothing_the_engi
     queue.submit([describe_bundle(bundles[engine])])
     worker = Worker(
         WorkerConfig(
+            hold=None,  # no hold here: test_publication_hold.py tests it
             queue=queue,
             key=KeyPair.generate(),
             runner=VerifyingSandbox,  # a process, given the held-out set as a sandbox is

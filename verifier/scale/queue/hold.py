@@ -1,0 +1,78 @@
+"""When a verification's end may show: held to the report's grid.
+
+An engine that has seen held-out data can carry it out in how long its run takes: it
+stalls on requests that are not timed, which stops no check and costs no TPS. The signed
+report says when the run finished only to ``FINISHED_GRID_S`` (30 minutes), and charges
+that; everything else a participant or the public can read about the run's end must say
+no more. So nothing about a request changes in public between its claim and the grid
+point after its report's public ``finished``: the fence, the record and the signed head
+(``made_at`` and the store's commit), the FINISHED or FAILED mark in the queue (its
+history's ``at``, the Hub's commit time), and, as the worker or dispatcher claims nothing
+else meanwhile, the next claim. Lease renewals go on at the keeper's own ticks, which the
+engine does not set; they are not state changes (``history`` does not list them).
+
+A run whose held-out part never started (every stage before the engine's first held-out
+request: an intake rejection, an engine that never became ready) is not held: what it
+shows was fixed before the engine saw anything held out. A run that ended without a
+report is held to the grid point after the moment its end was known, as if that were
+its ``finished``. Where the verifier's own work after the run (writing, signing, fetching
+a job's logs) has already passed the grid point, the next one is taken: the public time
+is always a grid point.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from verifier.precision import FINISHED_GRID_S
+from verifier.scale.queue.request import now, parse_time
+
+#: the stage during which the engine gets its held-out requests
+EXPOSED_STAGE = "evaluation"
+
+
+def grid_after(t: datetime, grid_s: float = FINISHED_GRID_S) -> datetime:
+    """The first grid point strictly after ``t``."""
+    return datetime.fromtimestamp((math.floor(t.timestamp() / grid_s) + 1) * grid_s, UTC)
+
+
+def exposed(report: dict[str, Any] | None) -> bool:
+    """Whether the run behind ``report`` (None: no report) sent the engine held-out data."""
+    if report is None:
+        return True
+    stages = report.get("stages") or []
+    return any(s.get("name") == EXPOSED_STAGE and s.get("status") != "skipped" for s in stages)
+
+
+@dataclass
+class Hold:
+    """Waits until a request's end may show. ``clock`` and ``wait`` are the wall clock and
+    a sleep (tests give a clock of their own, and a wait that moves it)."""
+
+    clock: Callable[[], datetime] = now
+    wait: Callable[[float], Any] = time.sleep
+    grid_s: float = FINISHED_GRID_S
+
+    def release_at(self, report: dict[str, Any] | None) -> datetime | None:
+        """The grid point the request's end shows at; None: no hold (see the module)."""
+        if not exposed(report):
+            return None
+        at = self.clock()
+        finished = (report or {}).get("finished")
+        point = grid_after(parse_time(finished) if finished else at, self.grid_s)
+        return point if point >= at else grid_after(at, self.grid_s)
+
+    def until(self, report: dict[str, Any] | None) -> datetime | None:
+        """Wait for ``release_at(report)`` and return it: the time to stamp what changes
+        then (None: no hold, stamp the clock's time)."""
+        point = self.release_at(report)
+        if point is None:
+            return None
+        while (left := (point - self.clock()).total_seconds()) > 0:
+            self.wait(min(left, 60.0))
+        return point
