@@ -44,7 +44,7 @@ PUBLIC = REPO / "podium" / "data" / "tiny" / "public-prompts.jsonl"
 #: each engine, and the cause its FAILED verdict must name (podium's words)
 CAUSE = {
     "PrintAndDie": "the engine closed or refused the connection",
-    "EchoErrors": "HTTP 500 from /v1/chat/completions (a body of ",
+    "EchoErrors": "from /v1/chat/completions (a body of ",  # the status: budget permitting
     "SmuggleHeaders": "the engine's answer is not well-formed HTTP/1.1",
 }
 
