@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hubserver import FakeHub
 
+from leaderboard.stores.hub import HubStore
 from leaderboard.stores.local import LocalStore
 from podium.signing import KeyPair
 from schemas.challenge import ChallengeSpec, load_challenge
@@ -39,6 +41,8 @@ from verifier.scale.queue.hold import Hold, exposed, grid_after
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.loop import conclude, conclude_failed
 from verifier.scale.queue.stores import LocalQueue, describe_bundle
+from verifier.scale.queue.stores.base import QueueStore
+from verifier.scale.queue.stores.hub import HubQueue
 
 #: when the request is submitted: the run's end falls in the grid cell [10:00, 10:30)
 T0 = datetime(2026, 12, 6, 10, 0, 7, 123456, tzinfo=UTC)
@@ -70,6 +74,20 @@ class Trace:
     public: dict[str, bytes]
     evidence: dict[str, Any]
     report: dict[str, Any]
+    #: (the clock, what) of every write to the queue and the board after the claim: a
+    #: Hub store or queue makes each of them a commit, dated by the Hub
+    writes: list[tuple[datetime, str]]
+
+
+def _logged(obj: Any, name: str, clock: Clock, writes: list[tuple[datetime, str]]) -> None:
+    """Log the clock at each call of ``obj.name`` (shadowed on the instance)."""
+    original = getattr(obj, name)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        writes.append((clock.now(), name))
+        return original(*args, **kwargs)
+
+    setattr(obj, name, call)
 
 
 def _records() -> list[dict[str, Any]]:
@@ -102,8 +120,32 @@ def _walk(root: Path) -> dict[str, bytes]:
     }
 
 
+def _local(root: Path) -> tuple[QueueStore, Any]:
+    return LocalQueue(root / "queue"), LocalStore(root / "board")
+
+
+def _public(root: Path, queue: QueueStore, store: Any, report: Path) -> dict[str, bytes]:
+    """Every file a participant or the public reads: the report, the board, the queue."""
+    public = {"report": report.read_bytes()}
+    if isinstance(queue, LocalQueue):
+        public.update({f"board/{k}": v for k, v in _walk(root / "board").items()})
+        public.update({f"queue/{k}": v for k, v in _walk(root / "queue").items()})
+        return public
+    snap = store.snapshot()
+    public["board/log/head.json"] = snap.head or b""
+    public.update({f"board/{r.path}": r.data for r in snap.records})
+    public.update({f"queue/req-{r.request_id}": r.to_bytes() for r in queue.list_requests()})
+    return public
+
+
 def verification(
-    root: Path, taken: Intake, bundle: Path, key: KeyPair, stall: int, malformed: int
+    root: Path,
+    taken: Intake,
+    bundle: Path,
+    key: KeyPair,
+    stall: int,
+    malformed: int,
+    make: Callable[[Path], tuple[QueueStore, Any]] = _local,
 ) -> Trace:
     """One verification whose engine stalls ``stall`` steps and answers the records of
     ``malformed`` malformed, ended through the queue; what it leaves where."""
@@ -112,7 +154,7 @@ def verification(
     clock = Clock(T0)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(rq, "now", clock.now)
-        queue = LocalQueue(root / "queue")
+        queue, store = make(root)
         queue.submit([describe_bundle(bundle)], by="team")
         clock.wait(1.0)
         got = queue.claim("worker-1", lease_s=3600)
@@ -140,16 +182,16 @@ def verification(
         path = write_report(report, root / "out" / "report.json")
         clock.wait(2.5)  # the verifier's own writing and signing
         outcome = Outcome(report, path, "REJECTED", True, evidence=evidence)
-        store = LocalStore(root / "board")
+        writes: list[tuple[datetime, str]] = []
+        _logged(queue, "_change", clock, writes)
+        for name in ("publish", "publish_key"):
+            _logged(store, name, clock, writes)
         hold = Hold(clock=clock.now, wait=clock.wait)
         with LeaseKeeper(queue, 3600) as keeper:
             keeper.hold(claim)
             done = conclude(queue, keeper, req.request_id, outcome, store, key, print, hold=hold)
         assert done.state == "FINISHED", done
-    public = {"report": path.read_bytes()}
-    public.update({f"board/{k}": v for k, v in _walk(root / "board").items()})
-    public.update({f"queue/{k}": v for k, v in _walk(root / "queue").items()})
-    return Trace(public, evidence, report)
+    return Trace(_public(root, queue, store, path), evidence, report, writes)
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +218,13 @@ def test_no_hidden_bit_reaches_anything_public(traces: list[Trace]) -> None:
     assert report["metrics"]["ppl"]["tokens"] == sum(c + t - max(c, 1) for c, t in SHAPES)
     bits = engine_bits(report, evaluation_s=load_challenge("tiny").limits.evaluation_s)
     assert not bits.unaccounted, bits.to_dict()
+
+
+def test_nothing_is_written_while_the_end_is_held(traces: list[Trace]) -> None:
+    for trace in traces:
+        release = grid_after(rq.parse_time(trace.report["finished"]))
+        assert [n for _, n in trace.writes] == ["_change", "publish_key", "publish", "_change"]
+        assert {t for t, _ in trace.writes} == {release}, trace.writes
 
 
 def test_the_organizers_evidence_keeps_the_whole_story(traces: list[Trace]) -> None:
@@ -219,7 +268,9 @@ def test_the_hold_waits_for_the_grid_point_after_what_it_can_see() -> None:
     assert hold.release_at(ran) == datetime(2026, 12, 6, 11, 0, tzinfo=UTC)
     assert hold.release_at(None) == datetime(2026, 12, 6, 11, 0, tzinfo=UTC)  # no report
     blind = {"finished": ran["finished"], "stages": [{"name": "intake", "status": "ok"}]}
-    assert not exposed(blind) and hold.release_at(blind) is None  # never saw held-out data
+    assert not exposed(blind) and hold.release_at(blind) is None  # no engine ever ran
+    never_ready = {"stages": [{"name": "start"}, {"name": "ready", "status": "failed"}]}
+    assert exposed(never_ready)  # the report need not tell where the held-out part began
     assert hold.until(None) == datetime(2026, 12, 6, 11, 0, tzinfo=UTC) == clock.now()
 
 
@@ -239,3 +290,21 @@ def test_a_failure_without_a_report_is_held_too(tmp_path: Path, sample_bundle: P
     (req,) = queue.list_requests()
     assert req.state == rq.FAILED
     assert rq.parse_time(req.doc["history"][-1]["at"]) == grid_after(T0)
+
+
+def test_a_hub_queue_and_board_are_held_the_same_way(
+    fake_hub: FakeHub, tmp_path: Path, sample_bundle: Path
+) -> None:
+    def hub(root: Path) -> tuple[QueueStore, Any]:
+        cache = root / "cache"
+        queue = HubQueue("org/queue", endpoint=fake_hub.endpoint, cache_dir=cache)
+        return queue, HubStore("org/board", endpoint=fake_hub.endpoint)
+
+    taken = intake(sample_bundle, tmp_path / "intake", load_challenge("tiny"))
+    key = KeyPair.generate()
+    trace = verification(tmp_path / "run", taken, sample_bundle, key, 5, 3, make=hub)
+    release = grid_after(rq.parse_time(trace.report["finished"]))
+    # each write is one commit, made once the end may show
+    assert {t for t, _ in trace.writes} == {release}, trace.writes
+    times = _times(trace)
+    assert rq.parse_time(times["history[2]"]) == rq.parse_time(times["head.made_at"]) == release

@@ -11,9 +11,10 @@ history's ``at``, the Hub's commit time), and, as the worker or dispatcher claim
 else meanwhile, the next claim. Lease renewals go on at the keeper's own ticks, which the
 engine does not set; they are not state changes (``history`` does not list them).
 
-A run whose held-out part never started (every stage before the engine's first held-out
-request: an intake rejection, an engine that never became ready) is not held: what it
-shows was fixed before the engine saw anything held out. A run that ended without a
+A run whose engine never started (its report's stages are all of intake and the
+preparation before a start: a bundle rejected at intake or at its rebuild) is not held:
+what it shows was fixed before any engine ran. Every other run is, an engine that never
+became ready too (a report need not say whether the held-out part began). A run that ended without a
 report is held to the grid point after the moment its end was known, as if that were
 its ``finished``. Where the verifier's own work after the run (writing, signing, fetching
 a job's logs) has already passed the grid point, the next one is taken: the public time
@@ -32,8 +33,10 @@ from typing import Any
 from verifier.precision import FINISHED_GRID_S
 from verifier.scale.queue.request import now, parse_time
 
-#: the stage during which the engine gets its held-out requests
-EXPOSED_STAGE = "evaluation"
+#: the stages of a run that ends before any engine starts
+NO_ENGINE = frozenset(
+    {"intake", "environment", "data", "weights", "rebuild", "teardown", "verdict"}
+)
 
 
 def grid_after(t: datetime, grid_s: float = FINISHED_GRID_S) -> datetime:
@@ -42,11 +45,11 @@ def grid_after(t: datetime, grid_s: float = FINISHED_GRID_S) -> datetime:
 
 
 def exposed(report: dict[str, Any] | None) -> bool:
-    """Whether the run behind ``report`` (None: no report) sent the engine held-out data."""
+    """Whether the run behind ``report`` (None: no report) may have sent an engine
+    held-out data: unless its report shows that no engine started."""
     if report is None:
         return True
-    stages = report.get("stages") or []
-    return any(s.get("name") == EXPOSED_STAGE and s.get("status") != "skipped" for s in stages)
+    return any(s.get("name") not in NO_ENGINE for s in report.get("stages") or [])
 
 
 @dataclass
