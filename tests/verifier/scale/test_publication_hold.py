@@ -308,3 +308,25 @@ def test_a_hub_queue_and_board_are_held_the_same_way(
     assert {t for t, _ in trace.writes} == {release}, trace.writes
     times = _times(trace)
     assert rq.parse_time(times["history[2]"]) == rq.parse_time(times["head.made_at"]) == release
+
+
+def test_a_second_signal_during_the_hold_lets_the_request_go_unpublished(
+    tmp_path: Path, sample_bundle: Path
+) -> None:
+    clock = Clock(T0)
+
+    def interrupted(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rq, "now", clock.now)
+        queue = LocalQueue(tmp_path / "queue")
+        queue.submit([describe_bundle(sample_bundle)], by="team")
+        got = queue.claim("worker-1", lease_s=3600)
+        assert got is not None
+        hold = Hold(clock=clock.now, wait=interrupted)
+        with LeaseKeeper(queue, 3600) as keeper, pytest.raises(KeyboardInterrupt):
+            keeper.hold(got[1])
+            conclude_failed(queue, keeper, got[0].request_id, "could not verify", print, hold=hold)
+    (req,) = queue.list_requests()
+    assert req.state == rq.PENDING and req.doc["result"] is None
