@@ -308,6 +308,10 @@ def test_a_hub_queue_and_board_are_held_the_same_way(
     assert {t for t, _ in trace.writes} == {release}, trace.writes
     times = _times(trace)
     assert rq.parse_time(times["history[2]"]) == rq.parse_time(times["head.made_at"]) == release
+    # another hidden value, on fresh repos: the same bytes in every public file
+    fake_hub.repos.clear()
+    other = verification(tmp_path / "run", taken, sample_bundle, key, 2, 6, make=hub)
+    assert other.public == trace.public
 
 
 def test_a_second_signal_during_the_hold_lets_the_request_go_unpublished(
