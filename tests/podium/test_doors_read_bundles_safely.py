@@ -139,7 +139,13 @@ def test_a_worker_rejects_a_damaged_bundle_at_intake_without_starting_an_engine(
         return runners[-1]
 
     worker = Worker(
-        WorkerConfig(queue=queue, key=KeyPair.generate(), runner=runner, out_dir=tmp_path / "out")
+        WorkerConfig(
+            hold=None,  # no hold here: test_publication_hold.py tests it
+            queue=queue,
+            key=KeyPair.generate(),
+            runner=runner,
+            out_dir=tmp_path / "out",
+        )
     )
     (handled,) = worker.run(once=True)
     (done,) = queue.list_requests()

@@ -180,6 +180,7 @@ def test_a_worker_on_an_unsandboxed_runner_hands_it_neither_the_key_nor_the_held
     said: list[str] = []
     worker = Worker(
         WorkerConfig(
+            hold=None,  # no hold here: test_publication_hold.py tests it
             queue=queue,
             key=KeyPair.generate(),
             runner=ProcessRunner,

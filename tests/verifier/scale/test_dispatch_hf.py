@@ -75,6 +75,7 @@ def play_harness(hub: FakeHub, bundle: Path, keypair: KeyPair, tmp: Path) -> Non
 
 def make_config(hub: FakeHub, tmp: Path, keypair: KeyPair, queue: HubQueue) -> DispatchConfig:
     return DispatchConfig(
+        hold=None,  # no hold here: test_publication_hold.py tests it
         queue=queue,
         backend=PushedJobs(namespace="org", endpoint=hub.endpoint, token="hf_x"),
         key=keypair,

@@ -41,6 +41,7 @@ def test_a_worker_verifies_a_queued_bundle_in_the_sandbox_and_publishes_it(
         (req,) = queue.submit([describe_bundle(sample_bundle)])
         worker = Worker(
             WorkerConfig(
+                hold=None,  # no hold here: test_publication_hold.py tests it
                 queue=queue,
                 store=store,
                 key=keypair,
