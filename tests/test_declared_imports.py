@@ -26,7 +26,6 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-import pytest
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from test_import_graph import PACKAGES, _imports, modules
@@ -40,6 +39,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "schemas": (),
     "podium": ("participant", "organizer", "viewer"),
     "submission": ("participant",),
+    # the sweep's own line: pip install '.[participant,engine,sweep]' (its command names it)
+    "submission.sweep": ("participant", "engine", "sweep"),
     "verifier": ("organizer",),
     "leaderboard": ("viewer", "organizer"),
     "engines": ("engine", "vllm"),
@@ -171,9 +172,7 @@ def undeclared(name: str, source: str) -> list[str]:
         for top in third_party(node):
             dists = distributions_of(top)
             if id(node) in eager:
-                allowed = (
-                    installed_by(frozenset({EXTRA_ONLY[extra_only]})) if extra_only else core
-                )
+                allowed = installed_by(frozenset({EXTRA_ONLY[extra_only]})) if extra_only else core
                 where = f"the core{f' or [{EXTRA_ONLY[extra_only]}]' if extra_only else ''}"
             else:
                 allowed = installed_by(frozenset(roles)) if roles else core
@@ -224,5 +223,3 @@ def test_the_closure_follows_the_role_extras() -> None:
     assert {"docker", "torch", "transformers", "httpx2", "requests"} <= organizer
     assert "httpx" not in organizer, "httpx must come only with dev and bench"
     assert "torch" not in installed_by(frozenset()), "the core installs no torch"
-
-
