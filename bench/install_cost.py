@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [r for r in roles if r not in ROLES]
     if unknown:
         parser.error(f"unknown role(s) {unknown}; known: {list(ROLES)}")
+    where = machine()  # before the installs: the commit and tree they install
     results: dict[str, Any] = {}
     for role in roles:
         with tempfile.TemporaryDirectory(prefix=f"podium-install-{role}-") as tmp:
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in results[role].get("smoke", []):
             print("   ", run["exit"], run["command"], flush=True)
     data = {
-        "machine": machine(),
+        "machine": where,
         "command": "python -m bench.install_cost " + " ".join(argv or sys.argv[1:]),
         "installer": "uv pip install (cold cache, a fresh venv each role)",
         "roles": results,
