@@ -128,38 +128,36 @@ def run_verification(
     }
     if publish:
         result["published"] = _publish(outcome, key, publish)
-    max_cv = getattr(spec.tps, "max_cv", None)
+    sig = _signature(outcome, key, self_check=self_check, denied=denied)
+    step = _next_step(
+        outcome, result, self_check=self_check, source=source, paths=(bundle, key_path)
+    )
 
     def human(con: Console) -> None:
-        sig = _signature(outcome, key, self_check=self_check, denied=denied)
-        more = (
-            f"every metric and check: podium report show "
-            f"{shlex.quote(str(outcome.report_path))} --details (or --json)"
-        )
-        render_report(con, outcome.report, sig, max_cv=max_cv, details=details, more=more)
-        con.print(f"report: {markup(outcome.report_path)}")
-        if outcome.evidence_path is not None:
-            con.print(
-                f"evidence: {markup(outcome.evidence_path)} (the organizer's: every value in "
-                "full, never to be published)",
-                style="dim",
-            )
+        _print_outcome(con, outcome, sig, getattr(spec.tps, "max_cv", None), details=details)
         _print_published(con, result.get("published"))
-        con.print(
-            "next: "
-            + markup(
-                _next_step(
-                    outcome,
-                    result,
-                    self_check=self_check,
-                    source=source,
-                    paths=(bundle, key_path),
-                )
-            )
-        )
+        con.print(f"next: {markup(step)}")
 
     emit({**result, "report_document": outcome.report}, human)
     return exit_code(outcome.verdict)
+
+
+def _print_outcome(
+    con: Console, outcome: Outcome, sig: Signature, max_cv: float | None, *, details: bool
+) -> None:
+    """The report, then where it and the organizer's evidence lie."""
+    more = (
+        f"every metric and check: podium report show "
+        f"{shlex.quote(str(outcome.report_path))} --details (or --json)"
+    )
+    render_report(con, outcome.report, sig, max_cv=max_cv, details=details, more=more)
+    con.print(f"report: {markup(outcome.report_path)}")
+    if outcome.evidence_path is not None:
+        con.print(
+            f"evidence: {markup(outcome.evidence_path)} (the organizer's: every value in "
+            "full, never to be published)",
+            style="dim",
+        )
 
 
 def _verify(req: VerifyRequest, runner: str, denied: str | None, *, logs: bool) -> Outcome:
