@@ -270,12 +270,31 @@ def suite_cost(doc: dict[str, Any], before: dict[str, Any]) -> str:
     ).rstrip("\n")
 
 
+def install_cost(doc: dict[str, Any]) -> str:
+    """Each role's install: its line, seconds into a fresh venv, size, torch, its smoke runs."""
+    rows = []
+    for role, r in doc["roles"].items():
+        runs = r.get("smoke") or []
+        ok = sum(1 for s in runs if s["exit"] == 0)
+        rows.append(
+            f"| {role} | `{r['line']}`{' + `' + r['torch_pin'] + '`' if r.get('torch_pin') else ''}"
+            f" | {r['install_s']:,.1f} | {r.get('size_mb', 0):,.0f} | {r.get('distributions', '–')}"
+            f" | {r.get('torch') or 'none'} | {ok} of {len(runs)} |"
+        )
+    return (
+        f"{machine_line(doc['machine'])}; `{doc['command'].strip()}`; {doc['installer']}.\n\n"
+        "| role | line | install (s) | venv (MB) | distributions | torch | role's commands ok |\n"
+        "| --- | --- | ---: | ---: | ---: | --- | ---: |\n" + "\n".join(rows)
+    )
+
+
 REGIONS = [
     Region("verify-cost", "benchmarks", (R + "verify_cost.json",), verify_cost),
     Region("vllm-tiny", "benchmarks", (R + "vllm_tiny.json",), vllm_tiny),
     Region("proxy", "benchmarks", (R + "proxy.json",), proxy),
     Region("verify-stages", "benchmarks", (R + "verify_cost.json",), stages),
     Region("sweep-cost", "benchmarks", (R + "sweep_cost.json",), sweep_cost),
+    Region("install-cost", "benchmarks", (R + "install_cost.json",), install_cost),
     Region(
         "suite-cost",
         "benchmarks",

@@ -150,6 +150,20 @@ CONFIG_UNKNOWN_KNOB = _declare(
     "an UPPER_CASE key one typo away from a known knob (passed on as it is)",
     severity="warning",
 )
+CONFIG_MEMBER = _declare(
+    "config.member",
+    "intake",
+    "a member of an object knob (SPECULATIVE_CONFIG, HF_OVERRIDES, ...) that the pinned vLLM "
+    "release's config class does not have or types otherwise, or an unknown member the "
+    "challenge does not open",
+)
+CONFIG_MEMBERS_UNPINNED = _declare(
+    "config.members-unpinned",
+    "intake",
+    "the challenge pins another vLLM release than the one the knob members are typed for, so "
+    "the members are not checked",
+    severity="warning",
+)
 
 # -- submission: the participant's own checks, before a bundle exists --------------------
 CONFIG_NO_SUCH_KNOB = _declare(

@@ -151,6 +151,13 @@ def toml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
 
 
+#: ``[engine.config]`` of an entry whose engine runs as its defaults have it
+NO_KNOBS = """\
+# None set: the engine runs with its own defaults. Add a knob to change one, for example
+# MAX_MODEL_LEN = 4096
+"""
+
+
 def toml_table(values: dict[str, Any]) -> str:
     return "".join(f"{toml_key(key)} = {toml_value(value)}\n" for key, value in values.items())
 

@@ -303,6 +303,14 @@ def signing_key(path: Path | None) -> KeyPair | None:
     return load_private_key(Path(env)) if env else None
 
 
+def signing_key_path(path: Path | None) -> Path | None:
+    """The file ``signing_key`` reads the key from (None: none, or PEM text in the variable)."""
+    if path is not None:
+        return path
+    env = os.environ.get(ENV_KEY, "").strip()
+    return Path(env) if env and not env.startswith("-----BEGIN") else None
+
+
 def require_signing_key(path: Path | None) -> KeyPair:
     """``signing_key``, for the commands that cannot work without one."""
     key = signing_key(path)

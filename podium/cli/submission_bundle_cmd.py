@@ -190,9 +190,13 @@ def selfcheck_cmd(
 
       podium submission selfcheck out/podium-tiny-baseline.tar.gz --runner process --json
     """
+    from podium.extras import SELFCHECK_MODULES, require_installed
     from submission.bundle import package
 
     set_json(json_out)
+    require_installed("selfcheck", SELFCHECK_MODULES, extra="engine")
+    if runner is LocalRunner.local_docker:
+        require_installed("selfcheck in Docker", ("docker",), extra="docker")
     if not source.exists():
         raise UsageError(
             f"no such directory or bundle: {source}",

@@ -17,6 +17,7 @@ from podium.cli.options import (
     RunnerOpt,
     out_option,
     signing_key,
+    signing_key_path,
 )
 from podium.cli.output import set_json
 from podium.cli.verification import refuse_secrets_unsandboxed, run_verification
@@ -82,6 +83,7 @@ def verify_cmd(
             reported_tps=reported_tps,
             heldout=heldout,
             key=None if denied else signing_key(key),
+            key_path=None if denied else signing_key_path(key),
             publish=publish,
             self_check=False,
             logs=logs,
