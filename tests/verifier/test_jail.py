@@ -17,7 +17,9 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -223,3 +225,41 @@ def test_a_refused_jail_is_unsandboxed_and_says_why(
     assert not runner.info.sandboxed and not runner.info.can_verify
     said = runner.info.unsandboxed()
     assert said is not None and "user namespaces" in said and "max_user_namespaces" in said
+
+
+def test_the_jail_dies_with_its_killed_verifier(tmp_path: Path) -> None:
+    """The verifier SIGKILLed: bwrap gets the kernel's parent-death signal, the jail's
+    first process follows it, and with it every process in the jail's PID namespace."""
+    word = f"orphan-{os.getpid()}-{time.monotonic_ns()}"
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from verifier.runners.jail import Jail\n"
+        "from verifier.runners.jail_plan import jail_environment, plan_jail\n"
+        "from schemas.challenge import load_challenge\n"
+        "tmp = Path(sys.argv[1])\n"
+        "plan = plan_jail(load_challenge('tiny'), bundle=tmp / 'bundle', model=tmp / 'model',"
+        " drafter=None, gpu=False)\n"
+        "env = jail_environment({}, code=Path('/bundle/engine'))\n"
+        "cmd = [sys.executable, '-c', 'import time; time.sleep(600)', sys.argv[2]]\n"
+        "Jail(plan, env, cmd, tmp / 'jail.log').open(limits={'nproc': 64})\n"
+        "print('open', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    (tmp_path / "bundle" / "engine").mkdir(parents=True)
+    (tmp_path / "model").mkdir()
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path), word], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    assert parent.stdout.readline().strip() == "open"
+    deadline = time.monotonic() + 10
+    while not set(_lingering(word)) - {parent.pid} and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert set(_lingering(word)) - {parent.pid}, "the jailed program never started"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _lingering(word) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _lingering(word) == []

@@ -4,9 +4,10 @@
 root (the jail's user, mapped) to it, so the jail's bound on processes is the kernel's
 ``pids`` controller: a cgroup made for the jail (cgroup v2's unified tree, else v1's
 ``pids`` hierarchy), ``pids.max`` set, bwrap moved into it before it starts, and removed
-after. Where no cgroup can be made (not root, a read-only ``/sys/fs/cgroup``), there is
-none, and the isolation check says the jail has no process limit unless the jail's user
-is not root (then ``RLIMIT_NPROC`` holds it).
+after (an empty one that a killed verifier left is removed by the next). Where no cgroup
+can be made (not root, a read-only ``/sys/fs/cgroup``), there is none, and the isolation
+check says the jail has no process limit unless the jail's user is not root (then
+``RLIMIT_NPROC`` holds it).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import time
 from pathlib import Path
 
 ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup/unified"))
@@ -33,6 +35,15 @@ def _own(root: Path) -> Path | None:
     return None
 
 
+def _sweep(own: Path) -> None:
+    """Remove the empty jail cgroups a verifier killed mid-run left (a live jail's is
+    never empty, and one only just made is left a minute to be entered)."""
+    for old in own.glob("podium-jail-*"):
+        with contextlib.suppress(OSError):
+            if time.time() - old.stat().st_mtime > 60:
+                old.rmdir()
+
+
 def make(pids: int) -> Path | None:
     """A fresh cgroup beside this process's own, holding at most ``pids`` tasks; None
     where none can be made here."""
@@ -41,6 +52,7 @@ def make(pids: int) -> Path | None:
             own = _own(root)
             if own is None:
                 continue
+            _sweep(own)
             group = own / f"podium-jail-{secrets.token_hex(4)}"
             group.mkdir()
             try:
