@@ -245,7 +245,8 @@ LocalRunnerOpt = Annotated[
     LocalRunner,
     typer.Option(
         "--runner",
-        help="local-docker: the verifier's sandbox; process: a plain process, no Docker.",
+        help="local-docker: the verifier's Docker sandbox; jail: its bubblewrap sandbox, no "
+        "Docker daemon; process: a plain process, no sandbox.",
         case_sensitive=False,
     ),
 ]
