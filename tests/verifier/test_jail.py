@@ -47,9 +47,14 @@ LIMITS: dict[str, int | None] = {"nproc": PIDS, "fsize": 64 << 20, "core": 0, "a
 pytestmark = pytest.mark.skipif(refused() is not None, reason=f"no jail here: {refused()}")
 
 
+def _dirs(tmp: Path) -> Path:
+    (tmp / "bundle" / "engine").mkdir(parents=True, exist_ok=True)
+    (tmp / "model").mkdir(exist_ok=True)
+    return tmp
+
+
 def _plan(tmp: Path) -> JailPlan:
-    (tmp / "bundle" / "engine").mkdir(parents=True)
-    (tmp / "model").mkdir()
+    _dirs(tmp)
     plan = plan_jail(SPEC, bundle=tmp / "bundle", model=tmp / "model", drafter=None, gpu=False)
     return dataclasses.replace(plan, scratch_bytes=SCRATCH)
 
@@ -263,3 +268,38 @@ def test_the_jail_dies_with_its_killed_verifier(tmp_path: Path) -> None:
     while _lingering(word) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _lingering(word) == []
+
+
+@pytest.mark.gpu
+def test_cuda_computes_in_a_gpu_jail_whose_probe_passes_and_which_holds(tmp_path: Path) -> None:
+    """On a GPU host: the jail with the GPU's device nodes passes its probe, CUDA computes
+    inside it, and the hostile program's way out (a listener on the host) stays shut."""
+    if not os.path.exists("/dev/nvidiactl"):
+        pytest.skip("no NVIDIA device nodes here")
+    plan = plan_jail(
+        SPEC, bundle=_dirs(tmp_path) / "bundle", model=tmp_path / "model", drafter=None, gpu=True
+    )
+    assert plan.devices, "no GPU device node was planned"
+    outcome = _judged(plan, tmp_path, [])
+    assert outcome.result.status == "pass", outcome.result.details.get("problems")
+    listener = socket.create_server(("", 0))
+    port = listener.getsockname()[1]
+    code = (
+        "import socket, torch\n"
+        "x = torch.ones(1024, device='cuda').sum().item()\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=2); out = 'escaped'\n"
+        "except OSError:\n"
+        "    out = 'shut'\n"
+        "print('{' + f'\"sum\": {x}, \"host\": \"{out}\"' + '}', flush=True)\n"
+        "import time; time.sleep(60)\n"
+    )
+    env = jail_environment({}, code=Path("/bundle/engine"))
+    jail = Jail(plan, env, [sys.executable, "-c", code], tmp_path / "gpu.log")
+    jail.open(limits={**LIMITS, "as": None, "nproc": 1024})
+    try:
+        got = json.loads(_lines(tmp_path / "gpu.log", 180)[-1])
+    finally:
+        jail.close()
+        listener.close()
+    assert got == {"sum": 1024.0, "host": "shut"}

@@ -131,6 +131,9 @@ class JailPlan:
         argv = [bwrap_path(), "--die-with-parent", "--new-session", *self.namespaces]
         argv += ["--unshare-cgroup-try", "--hostname", "jail", "--cap-drop", "ALL"]
         argv += ["--uid", "1000", "--gid", "1000"]
+        # the scratch first: a library folder under /tmp (wheels a GPU host was given)
+        # is then bound over it, read-only, rather than hidden under it
+        argv += ["--size", str(self.scratch_bytes), "--perms", "1777", "--tmpfs", SCRATCH]
         for target, link in self.links:
             argv += ["--symlink", target, link]
         for source, dest in self.binds:
@@ -142,8 +145,7 @@ class JailPlan:
         for node in self.devices:
             argv += ["--dev-bind", node, node]
         argv += ["--size", str(SHM_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm"]
-        argv += ["--proc", "/proc", "--size", str(self.scratch_bytes), "--perms", "1777"]
-        argv += ["--tmpfs", SCRATCH, "--remount-ro", "/dev", "--remount-ro", "/"]
+        argv += ["--proc", "/proc", "--remount-ro", "/dev", "--remount-ro", "/"]
         argv += ["--chdir", SCRATCH, "--info-fd", str(info_fd)]
         del keep_fd  # documented: bwrap does not close what it inherits
         return [*argv, "--", *inner]
@@ -166,7 +168,9 @@ class JailPlan:
 
 
 def bwrap_path() -> str:
-    return shutil.which("bwrap") or os.environ.get("PODIUM_BWRAP", "bwrap")
+    """``$PODIUM_BWRAP`` (a bwrap unpacked from Debian's package where none is installed),
+    else the ``bwrap`` on ``PATH``."""
+    return os.environ.get("PODIUM_BWRAP") or shutil.which("bwrap") or "bwrap"
 
 
 def plan_jail(
@@ -190,6 +194,8 @@ def plan_jail(
     if drafter is not None:
         binds.append((str(drafter), "/drafter"))
     devices = [n for n in GPU_NODES if os.path.exists(n)] if gpu else []
+    if gpu and os.path.isdir("/sys"):  # CUDA and NVML read the device's topology there
+        binds.append(("/sys", "/sys"))
     return JailPlan(
         binds=binds,
         masks=_masks(roots),
@@ -235,7 +241,7 @@ def jail_environment(declared: dict[str, str], *, code: Path) -> dict[str, str]:
 def refused() -> str | None:
     """None when this host makes a jail (bwrap runs ``true`` in every namespace the jail
     uses, as its user); else which primitive was refused and the setting that allows it."""
-    if shutil.which("bwrap") is None and "PODIUM_BWRAP" not in os.environ:
+    if shutil.which(bwrap_path()) is None:
         return "bubblewrap is not installed (`apt-get install bubblewrap`, or set PODIUM_BWRAP)"
     argv = [bwrap_path(), *NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "true"]
     try:
