@@ -97,10 +97,11 @@ def _files(plan: dict[str, Any], probe: dict[str, Any]) -> list[str]:
 
 def _own_read_only(point: str, mode: str | None) -> bool:
     """bwrap's own: a minimal device node (bound from the host), a read-only part of
-    /proc (``/proc/sys``, ``/proc/bus`` ...)."""
+    /proc (``/proc/sys``, ``/proc/bus`` ...), or a read-only mount under a GPU jail's
+    /sys (the kernel's views, such as ``/sys/fs/cgroup``, come with it)."""
     name = point.removeprefix("/dev/")
     return (point.startswith("/dev/") and name in MINIMAL_DEV) or (
-        point.startswith("/proc/") and mode == "ro"
+        point.startswith(("/proc/", "/sys/")) and mode == "ro"
     )
 
 
