@@ -3,7 +3,9 @@
 The tiny baseline entry, packaged as a participant without Docker would, is verified
 through the jail on the held-out set, with ``DOCKER_HOST`` pointing at no daemon at all:
 the jail needs none. One verification (about a minute on two shared cores) serves every
-assertion.
+assertion. A second one, through a jail weakened on purpose (``doubles.weak_jail``: its
+network left open, a key mounted), is never VERIFIED: the jail's probe fails it at
+``isolation``.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doubles.weak_jail import WeakJail
 from entry_bundle import entry_source, packaged
 
 from podium.cli.app import main
+from podium.signing import KeyPair
+from schemas.challenge import load_challenge
+from verifier.pipeline import VerifyRequest, verify
 from verifier.runners.jail_plan import refused
 
 pytestmark = [
@@ -62,3 +68,26 @@ def test_the_signature_checks_out(verified: dict[str, Any]) -> None:
 
 def test_the_jail_ran_on_the_held_out_set(verified: dict[str, Any]) -> None:
     assert verified["report"]["heldout"]["public"] is False
+
+
+@pytest.mark.fires("integrity.isolation")
+def test_a_weakened_jail_is_caught_and_never_verified(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.pem"
+    planted.write_text("-----BEGIN PRIVATE KEY-----\nplanted\n")
+    bundle = packaged(entry_source(tmp_path))
+    outcome = verify(
+        VerifyRequest(
+            bundle,
+            load_challenge("tiny"),
+            WeakJail(planted),
+            tmp_path / "out",
+            key=KeyPair.generate(),
+        )
+    )
+    report = outcome.evidence or outcome.report
+    assert report["verdict"] != "VERIFIED"
+    isolation = next(c for c in report["checks"] if c["id"] == "integrity.isolation")
+    problems = " | ".join(isolation["details"]["problems"])
+    assert isolation["status"] == "fail"
+    assert "not only lo" in problems and "a mount the plan does not: /organizer.pem" in problems
+    assert report["failure"]["stage"] == "isolation"

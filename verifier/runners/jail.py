@@ -106,6 +106,8 @@ def _preexec(limits: dict[str, int | None], parent: int, group: Path | None) -> 
 
 class JailRunner(ProcessRunner):
     info = RunnerInfo(name="jail", can_verify=True, sandboxed=True)
+    #: the engine's port on the jail's own loopback
+    port = PORT
 
     def __init__(self) -> None:
         super().__init__()
@@ -144,8 +146,8 @@ class JailRunner(ProcessRunner):
         env = jail_environment(env, code=Path(BUNDLE) / "engine")
         cmd = [sys.executable, "-P", "-m", "engines.baseline"]
         cmd += [inside(a) for a in self.bundle.args]
-        cmd += ["--model", "/model", "--host", "127.0.0.1", "--port", str(PORT)]
-        jail = Jail(plan, env, cmd, self._logdir / f"jail-{len(self._jails)}.log")
+        cmd += ["--model", "/model", "--host", "127.0.0.1", "--port", str(self.port)]
+        jail = Jail(plan, env, cmd, self._logdir / f"jail-{len(self._jails)}.log", port=self.port)
         self._jails.append(jail)
         jail.open(limits=jail_limits(spec, gpu=gpu))
         return jail.handle()
@@ -193,8 +195,10 @@ class Jail:
     takes to it. ``open`` makes the jail and returns once the probe inside reported;
     ``close`` kills all of it."""
 
-    def __init__(self, plan: JailPlan, env: dict[str, str], cmd: list[str], log: Path):
-        self.plan, self.env, self.cmd, self.log = plan, env, cmd, log
+    def __init__(
+        self, plan: JailPlan, env: dict[str, str], cmd: list[str], log: Path, *, port: int = PORT
+    ):
+        self.plan, self.env, self.cmd, self.log, self.port = plan, env, cmd, log, port
         self.host = f"jail-{secrets.token_hex(4)}.podium.invalid"
         self.proc: subprocess.Popen[bytes] | None = None
         self.pid: int | None = None  # the jail's first process, seen from here
@@ -279,7 +283,7 @@ class Jail:
         assert proc is not None
 
         return EngineHandle(
-            base_url=f"http://{self.host}:{PORT}",
+            base_url=f"http://{self.host}:{self.port}",
             is_alive=lambda: proc.poll() is None,
             logs=lambda n: tail(self.log, n),
             stop=self.close,
