@@ -71,22 +71,26 @@ SETTINGS = (
 
 
 def _python_roots() -> list[str]:
-    """The interpreter's folders: its install, its virtualenv, its library folders, and
-    the absolute ``PYTHONPATH`` entries that hold no podium package (a podium checkout on
-    the path holds the challenges' data, and the engine does not need podium)."""
+    """The interpreter's folders: its install, its virtualenv, its library folders, the
+    ``LD_LIBRARY_PATH`` folders, and the absolute ``PYTHONPATH`` entries that hold no
+    podium package (a podium checkout on the path holds the challenges' data, and the
+    engine does not need podium)."""
     roots = {sys.base_prefix, sys.prefix, *sysconfig.get_paths().values()}
     roots |= {str(Path(sys.executable).parent), os.path.realpath(sys.executable)}
-    roots |= set(_library_path())
+    roots |= set(_library_path("PYTHONPATH"))
+    # where the platform's shared libraries are (the GPU driver's, on some hosts)
+    roots |= set(_library_path("LD_LIBRARY_PATH"))
     return _outermost(
         r for r in roots if os.path.exists(r) and not r.startswith(("/usr/", "/etc/"))
     )
 
 
-def _library_path() -> list[str]:
-    """The verifier's absolute ``PYTHONPATH`` entries that hold none of podium's packages."""
+def _library_path(name: str = "PYTHONPATH") -> list[str]:
+    """The absolute entries of the verifier's ``name`` (a path list) that hold none of
+    podium's packages."""
     return [
         entry
-        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        for entry in os.environ.get(name, "").split(os.pathsep)
         if os.path.isabs(entry) and not any((Path(entry) / p).is_dir() for p in OWN_PACKAGES)
     ]
 
