@@ -162,7 +162,7 @@ def _bundle(tmp: Path) -> Path:
 
 
 def _verify(bundle: Path, runner: str, key: Path, out: Path) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "podium", "verify", str(bundle), "--runner", runner]
+    argv = [sys.executable, "-m", "podium.cli.app", "verify", str(bundle), "--runner", runner]
     argv += ["--challenge", "tiny", "--key", str(key), "-o", str(out), "--json"]
     t0 = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, check=False)
@@ -170,8 +170,15 @@ def _verify(bundle: Path, runner: str, key: Path, out: Path) -> dict[str, Any]:
     report = json.loads((out / "report.json").read_text())
     stages: dict[str, float] = {}
     for s in report["stages"]:
-        stages[s["name"]] = stages.get(s["name"], 0.0) + s["seconds"]
-    return {"wall_s": wall, "exit": done.returncode, "verdict": report["verdict"], "stages": stages}
+        stages[s["name"]] = stages.get(s["name"], 0.0) + (s.get("seconds") or 0.0)
+    failure = report.get("failure") or {}
+    return {
+        "wall_s": wall,
+        "exit": done.returncode,
+        "verdict": report["verdict"],
+        "failure": failure.get("message"),
+        "stages": stages,
+    }
 
 
 def verification(pairs: int) -> dict[str, Any]:
@@ -180,7 +187,7 @@ def verification(pairs: int) -> dict[str, Any]:
         bundle = _bundle(tmp)
         key = tmp / "organizer.pem"
         subprocess.run(
-            [sys.executable, "-m", "podium", "keys", "generate", str(key)],
+            [sys.executable, "-m", "podium.cli.app", "keys", "generate", str(key)],
             check=True,
             capture_output=True,
         )
@@ -205,19 +212,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--starts", type=int, default=10)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--trial-s", type=float, default=3.0)
-    parser.add_argument("--skip-verify", action="store_true")
+    parser.add_argument(
+        "--parts",
+        default="startup,timer,verify",
+        help="which parts to measure; the others are kept from the results file in --out",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    kept: dict[str, Any] = {}
+    if parts != {"startup", "timer", "verify"} and (args.out / "jail_cost.json").is_file():
+        kept = json.loads((args.out / "jail_cost.json").read_text(encoding="utf-8"))
     data: dict[str, Any] = {
         "machine": machine(),
         "command": " ".join(["python -m bench.jail_cost", *(argv or sys.argv[1:])]),
     }
-    data["startup"] = startup(args.starts)
-    print(json.dumps(data["startup"], indent=1)[:400], flush=True)
-    data["timer"] = timer(args.trials, args.trial_s)
-    print(json.dumps(data["timer"], indent=1), flush=True)
-    if not args.skip_verify:
-        data["verification"] = verification(args.pairs)
+    data.update(
+        {
+            k: v
+            for k, v in kept.items()
+            if k in ("startup", "timer", "timer_command", "verification")
+        }
+    )
+    if "startup" in parts:
+        data["startup"] = {**startup(args.starts), "command": data["command"]}
+        write_result("jail_cost", data, args.out)  # each part kept as soon as it is measured
+    if "timer" in parts:
+        data["timer"] = timer(args.trials, args.trial_s)
+        data["timer_command"] = data["command"]
+        write_result("jail_cost", data, args.out)
+    if "verify" in parts:
+        data["verification"] = {**verification(args.pairs), "command": data["command"]}
     data["machine_after"] = machine()
     path = write_result("jail_cost", data, args.out)
     print(f"wrote {path}")
