@@ -52,9 +52,9 @@ DEFAULT_PIDS = 1024
 SETTINGS = (
     (
         "namespace",
-        "user namespaces: set `sysctl -w user.max_user_namespaces=15000` (and, "
-        "on Ubuntu, `kernel.apparmor_restrict_unprivileged_userns=0`); in a container, run "
-        "it with user namespaces allowed (e.g. Docker's --security-opt seccomp=unconfined)",
+        "user namespaces: set `sysctl -w user.max_user_namespaces=15000` (and, on Ubuntu, "
+        "`kernel.apparmor_restrict_unprivileged_userns=0`); in a Docker container, whose "
+        "default seccomp profile refuses them: `--security-opt seccomp=unconfined`",
     ),
     (
         "uid map",
@@ -63,9 +63,14 @@ SETTINGS = (
     ),
     ("loopback", "network namespaces: allow CAP_NET_ADMIN inside a user namespace"),
     (
+        "mount proc",
+        "a fresh /proc for the jail's PID namespace: a container's masked /proc paths forbid "
+        "it (Docker: `--security-opt systempaths=unconfined`)",
+    ),
+    (
         "mount",
-        "mount namespaces: allow mounts inside a user namespace (a container's "
-        "seccomp or AppArmor profile may forbid them)",
+        "mounts inside a user namespace: a container's seccomp or AppArmor profile forbids "
+        "them (Docker: `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`)",
     ),
 )
 
@@ -257,4 +262,4 @@ def refused() -> str | None:
     said = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
     setting = next((s for word, s in SETTINGS if word in said[0].lower()), None)
     where = f"; the setting that allows it: {setting}" if setting else ""
-    return f"the kernel refused the jail (bwrap: {said[0]}){where}"
+    return f"the kernel refused the jail ({said[0]}){where}"
