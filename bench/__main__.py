@@ -106,6 +106,13 @@ PARTS: dict[str, Part] = {
             ),
         ),
         Part(
+            "install_cost",
+            "install_cost",
+            "uv and a few minutes (one fresh venv per role, installed cold)",
+            explicit=True,
+            argv=lambda out, quick: ["--out", str(out)] + (["--roles", "core"] if quick else []),
+        ),
+        Part(
             "suite_cost",
             "suite_cost",
             "root, git and about half an hour (a fresh clone's .ci/run: the whole suite)",

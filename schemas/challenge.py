@@ -193,6 +193,8 @@ class EngineRules(Contract):
     forbidden: list[Rule]
     port: int = 8000
     allowed_knobs: list[str] | None = None
+    #: object knobs whose members beyond the known ones pass (HF_OVERRIDES: any attribute)
+    open_members: list[str] | None = None
     #: the vLLM release of the reference engine image and its pinned base images
     vllm: dict[str, Any] | None = None
 

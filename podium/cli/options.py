@@ -47,7 +47,10 @@ LogsOpt = Annotated[bool, typer.Option("--logs", help="Stream the image build lo
 BaseDigestOpt = Annotated[
     str | None,
     typer.Option(
-        "--base-digest", help="Pin the base image to this sha256:... without asking Docker."
+        "--base-digest",
+        help="Pin the base image to this sha256:...; a digest no local image confirms is "
+        "written as unchecked, which inspect, queue submit and intake refuse unless the "
+        "challenge spec confirms it.",
     ),
 ]
 
@@ -302,6 +305,14 @@ def signing_key(path: Path | None) -> KeyPair | None:
                 hint="set it to a PEM file's path or its text (podium keys generate KEYFILE)",
             ) from None
     return load_private_key(Path(env)) if env else None
+
+
+def signing_key_path(path: Path | None) -> Path | None:
+    """The file ``signing_key`` reads the key from (None: none, or PEM text in the variable)."""
+    if path is not None:
+        return path
+    env = os.environ.get(ENV_KEY, "").strip()
+    return Path(env) if env and not env.startswith("-----BEGIN") else None
 
 
 def require_signing_key(path: Path | None) -> KeyPair:

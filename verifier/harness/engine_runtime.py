@@ -363,7 +363,7 @@ def image_labels(image_id: str | None) -> dict[str, str]:
 
 def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
     """Ask the running server for ``/version``, ``/v1/models`` and ``/metrics``; read the log."""
-    import httpx
+    import httpx2
 
     url = urlsplit(base_url)
     jail = netns.namespace_of(url.hostname or "")
@@ -372,7 +372,7 @@ def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
         return netns.call_in(jail, lambda: observe(inside, log, timeout_s=timeout_s))
     errors: dict[str, str] = {}
     version = models = counters = None
-    with httpx.Client(base_url=base_url, timeout=timeout_s, trust_env=False) as client:
+    with httpx2.Client(base_url=base_url, timeout=timeout_s, trust_env=False) as client:
         for path in ("/version", "/v1/models", "/metrics"):
             try:
                 response = client.get(path)
@@ -386,9 +386,9 @@ def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
                     ]
                 else:
                     counters = parse_counters(response.text)
-            except httpx.HTTPStatusError as exc:
+            except httpx2.HTTPStatusError as exc:
                 errors[path] = f"HTTP {exc.response.status_code}"
-            except (httpx.HTTPError, ValueError, AttributeError) as exc:  # no text of its own
+            except (httpx2.HTTPError, ValueError, AttributeError) as exc:  # no text of its own
                 errors[path] = type(exc).__name__
     return Observation(
         version=version,

@@ -42,6 +42,9 @@ class RunnerInfo:
     #: why a runner that is a sandbox elsewhere is none here (the jail: the primitive the
     #: kernel refused and the setting that would allow it)
     reason: str | None = None
+    #: does it build the bundle's image from the pinned base? (intake then refuses a base
+    #: the spec does not confirm)
+    rebuilds: bool = True
 
     def unsandboxed(self) -> str | None:
         """What a run on this runner is denied, said once, first; None for a sandbox."""

@@ -105,7 +105,8 @@ def _preexec(limits: dict[str, int | None], parent: int, group: Path | None) -> 
 
 
 class JailRunner(ProcessRunner):
-    info = RunnerInfo(name="jail", can_verify=True, sandboxed=True)
+    #: no image is built: the bundle's baseline engine runs on this host's interpreter
+    info = RunnerInfo(name="jail", can_verify=True, sandboxed=True, rebuilds=False)
     #: the engine's port on the jail's own loopback
     port = PORT
 
@@ -120,7 +121,9 @@ class JailRunner(ProcessRunner):
         runner = cls()
         reason = refused()
         if reason is not None:
-            runner.info = RunnerInfo(name="jail", can_verify=False, sandboxed=False, reason=reason)
+            runner.info = RunnerInfo(
+                name="jail", can_verify=False, sandboxed=False, rebuilds=False, reason=reason
+            )
         return runner
 
     def environment(self) -> dict[str, Any]:
