@@ -77,13 +77,16 @@ def _files(plan: dict[str, Any], probe: dict[str, Any]) -> list[str]:
             problems.append(f"the jail has a mount the plan does not: {point}")
         elif m.get("mode") != "ro" and point not in WRITABLE + tuple(plan.get("devices") or []):
             problems.append(f"the jail's {point} is writable")
-    scratch = probe.get("scratch") or {}
-    limit = (plan.get("scratch") or {}).get("bytes")
-    tmp = [m for m in probe.get("mounts") or [] if m.get("point") == scratch.get("point")]
-    if not tmp or tmp[-1].get("type") != "tmpfs":
-        problems.append("the jail's scratch is not a tmpfs of its own")
-    elif not isinstance(limit, int) or (scratch.get("bytes") or 0) > limit:
-        problems.append(f"the jail's scratch holds {scratch.get('bytes')} bytes, over {limit}")
+    for part in ("scratch", "shm"):  # the two places it may write, each a bounded tmpfs
+        seen = probe.get(part) or {}
+        limit = (plan.get(part) or {}).get("bytes")
+        tmp = [m for m in probe.get("mounts") or [] if m.get("point") == seen.get("point")]
+        if not tmp or tmp[-1].get("type") != "tmpfs":
+            problems.append(f"the jail's {seen.get('point', part)} is not a tmpfs of its own")
+        elif not isinstance(limit, int) or (seen.get("bytes") or 0) > limit:
+            problems.append(
+                f"the jail's {seen.get('point')} holds {seen.get('bytes')} bytes, over {limit}"
+            )
     extra = sorted(set(probe.get("dev") or []) - MINIMAL_DEV - _device_names(plan))
     if extra:
         problems.append(f"the jail's /dev has {extra}")

@@ -127,11 +127,12 @@ def process() -> dict[str, Any]:
 
 
 def probe(config: dict[str, Any]) -> dict[str, Any]:
-    scratch = os.statvfs(config["scratch"])
+    scratch, shm = os.statvfs(config["scratch"]), os.statvfs("/dev/shm")
     return {
         **network(config["targets"], float(config["timeout_s"])),
         "writes": writes(config["writes"]),
         "scratch": {"point": config["scratch"], "bytes": scratch.f_blocks * scratch.f_frsize},
+        "shm": {"point": "/dev/shm", "bytes": shm.f_blocks * shm.f_frsize},
         "mounts": mounts(),
         "dev": sorted(os.listdir("/dev")),
         **process(),
