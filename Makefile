@@ -130,3 +130,5 @@ gpu-wheels: venv
 		--python-version 3.12 --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 \
 		--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
 		-d $(GPU_WHEELS) $(GPU_WHEEL_LIST)
+	# the jail runner's bubblewrap, for a GPU host that lacks it (bench/gpu.sh unpacks it)
+	rm -rf .whl/deb && mkdir -p .whl/deb && cd .whl/deb && apt-get download bubblewrap

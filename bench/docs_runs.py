@@ -1,7 +1,7 @@
 """The regions of ``docs/benchmarks.md`` rendered from whole runs of podium: what a tiny
 verification costs and where its seconds go (``verify_cost``), the tiny challenge on real
-vLLM (``vllm_tiny``), the launcher's gate (``proxy``), a sweep (``sweep_cost``) and the
-test suite as CI runs it (``suite_cost``)."""
+vLLM (``vllm_tiny``), the launcher's gate (``proxy``), a sweep (``sweep_cost``), the
+jail runner (``jail_cost``) and the test suite as CI runs it (``suite_cost``)."""
 
 from __future__ import annotations
 
@@ -288,12 +288,64 @@ def install_cost(doc: dict[str, Any]) -> str:
     )
 
 
+def _ms(us: float) -> str:
+    return f"{us / 1e3:.2f}".replace("-", "−")
+
+
+def jail_cost(doc: dict[str, Any]) -> str:
+    up = doc["startup"]
+    lines = [
+        f"{machine_line(doc['machine'])}.",
+        "",
+        f"- **Start-up** (`{up.get('command', doc['command'])}`): a jail made and its probe "
+        f"reported in {up['jail_open_s_median'] * 1e3:,.0f} ms (median of {up['starts']}), "
+        "all of it before the engine's own interpreter starts (the probe is an interpreter "
+        "of its own, which then `exec`s the engine); a plain interpreter's start, for "
+        f"scale: {up['plain_python_s_median'] * 1e3:,.0f} ms.",
+        "",
+        f"The timer (`{doc.get('timer_command', doc['command'])}`), trials of about 3 s:",
+        "",
+        "| R per stream (tok/s) | c | error vs engine clock, plain (median / worst) | "
+        "through the jail (median / worst) | harness time per request, plain / jail |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in doc["timer"]:
+        plain, jail = row["plain"], row["jail"]
+        lines.append(
+            f"| {row['rate']:,} | {row['concurrency']} | "
+            f"{pct(plain['error_vs_engine_median'], 3)} / {pct(plain['error_vs_engine_worst'], 3)}"
+            f" | {pct(jail['error_vs_engine_median'], 3)} / {pct(jail['error_vs_engine_worst'], 3)}"
+            f" | {_ms(plain['client_us_per_request'])} / {_ms(jail['client_us_per_request'])} ms |"
+        )
+    v = doc.get("verification")
+    if v:
+
+        def verdicts(side: str) -> str:
+            said = [r[side]["verdict"] for r in v["runs"]]
+            return ", ".join(f"{said.count(x)} {x}" for x in sorted(set(said)))
+
+        lines += [
+            "",
+            f"- **A tiny verification** (`{v.get('command', doc['command'])}`: the baseline "
+            "entry, held-out set, signed), "
+            f"{v['pairs']} pairs side by side: `--runner jail` "
+            f"{span([r['jail']['wall_s'] for r in v['runs']], '.0f', ' s')}, "
+            f"`--runner local-docker` "
+            f"{span([r['local_docker']['wall_s'] for r in v['runs']], '.0f', ' s')}; "
+            f"**median ratio {v['ratio_median']:.2f}** (jail / local-docker); "
+            f"verdicts: jail {verdicts('jail')}, local-docker {verdicts('local_docker')} "
+            "(a FAILED run is in the results file with its failure; the machine was shared).",
+        ]
+    return "\n".join(lines)
+
+
 REGIONS = [
     Region("verify-cost", "benchmarks", (R + "verify_cost.json",), verify_cost),
     Region("vllm-tiny", "benchmarks", (R + "vllm_tiny.json",), vllm_tiny),
     Region("proxy", "benchmarks", (R + "proxy.json",), proxy),
     Region("verify-stages", "benchmarks", (R + "verify_cost.json",), stages),
     Region("sweep-cost", "benchmarks", (R + "sweep_cost.json",), sweep_cost),
+    Region("jail-cost", "benchmarks", (R + "jail_cost.json",), jail_cost),
     Region("install-cost", "benchmarks", (R + "install_cost.json",), install_cost),
     Region(
         "suite-cost",

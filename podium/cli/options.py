@@ -221,6 +221,7 @@ class RunnerKind(enum.StrEnum):
     """Where the engine under test runs (``verifier.runners.factory`` makes each)."""
 
     local_docker = "local-docker"
+    jail = "jail"
     process = "process"
     hf_jobs = "hf-jobs"
 
@@ -229,6 +230,7 @@ class LocalRunner(enum.StrEnum):
     """The runners that start the engine on this machine."""
 
     local_docker = "local-docker"
+    jail = "jail"
     process = "process"
 
 
@@ -236,8 +238,9 @@ RunnerOpt = Annotated[
     RunnerKind,
     typer.Option(
         "--runner",
-        help="local-docker: the sandbox (the only one that can give VERIFIED); process: a "
-        "plain process, no Docker; hf-jobs: an engine a server job serves.",
+        help="local-docker: the Docker sandbox; jail: a sandbox made with bubblewrap, no "
+        "Docker daemon (both can give VERIFIED); process: a plain process, no sandbox; "
+        "hf-jobs: an engine a server job serves.",
         case_sensitive=False,
     ),
 ]
@@ -245,7 +248,8 @@ LocalRunnerOpt = Annotated[
     LocalRunner,
     typer.Option(
         "--runner",
-        help="local-docker: the verifier's sandbox; process: a plain process, no Docker.",
+        help="local-docker: the verifier's Docker sandbox; jail: its bubblewrap sandbox, no "
+        "Docker daemon; process: a plain process, no sandbox.",
         case_sensitive=False,
     ),
 ]

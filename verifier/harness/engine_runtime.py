@@ -33,7 +33,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
+from verifier.harness import netns
 from verifier.harness.vllm_output import parse_counters, parse_non_default_args
 
 #: Each knob that becomes one vLLM argument: the argument's name in vLLM's parser (the
@@ -363,6 +365,11 @@ def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
     """Ask the running server for ``/version``, ``/v1/models`` and ``/metrics``; read the log."""
     import httpx2
 
+    url = urlsplit(base_url)
+    jail = netns.namespace_of(url.hostname or "")
+    if jail is not None:  # an engine in a jail: ask from inside its network namespace
+        inside = url._replace(netloc=f"127.0.0.1:{url.port or 80}").geturl()
+        return netns.call_in(jail, lambda: observe(inside, log, timeout_s=timeout_s))
     errors: dict[str, str] = {}
     version = models = counters = None
     with httpx2.Client(base_url=base_url, timeout=timeout_s, trust_env=False) as client:

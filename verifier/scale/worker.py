@@ -60,7 +60,7 @@ def sandboxed_runner(name: str) -> Callable[[], Runner]:
     if denied:
         raise UsageError(
             f"{denied}: a worker signs and publishes what it verifies, so it needs a sandbox",
-            hint="run the worker with --runner local-docker",
+            hint="run the worker with --runner local-docker or --runner jail",
         )
     return partial(make_runner, name)
 
