@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The Debian packages the test suite needs, in one apt transaction, then the Docker engine
 # started: docker.io and debootstrap (scripts/setup-docker.sh says why), Chromium and its
-# driver for the browser tests. Installs only what is missing; runs as root.
+# driver for the browser tests, bubblewrap for the jail runner. Installs only what is missing;
+# runs as root.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v chromium >/dev/null || missing+=(chromium chromium-driver fonts-dejavu-core)
 if ((${#missing[@]} > 0)); then
     [[ $(id -u) == 0 ]] || { echo "installing ${missing[*]} needs root" >&2; exit 1; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test` (what CI runs): set up what the suite needs on a fresh machine, then run it.
 #
-#   1. packages   the Debian packages (Docker engine, debootstrap, Chromium, PostgreSQL) in
+#   1. packages   the Debian packages (Docker engine, debootstrap, Chromium, bubblewrap) in
 #                 one apt transaction, and the Docker engine started
 #   2. venv       the project's venv (pip, CPU torch from the machine's wheel store), and
 #      images     beside it podium's local base images (scripts/build-images.sh)
@@ -21,7 +21,7 @@ MAKE=${MAKE:-make}
 ART=${ARTIFACTS:-test-artifacts}
 WORKERS=${TEST_WORKERS:-2}
 PY=.venv/bin/python
-export PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1
+export PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1 PODIUM_REQUIRE_JAIL=1
 mkdir -p "$ART/logs"
 STEPS=$ART/steps.jsonl
 : >"$STEPS"

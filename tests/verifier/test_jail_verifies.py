@@ -22,12 +22,8 @@ from podium.cli.app import main
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
 from verifier.pipeline import VerifyRequest, verify
-from verifier.runners.jail_plan import refused
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(refused() is not None, reason=f"no jail here: {refused()}"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.jail]
 
 
 @pytest.fixture(scope="module")
