@@ -129,6 +129,12 @@ ENGINE_IMAGE_KNOB = _declare(
     "the Dockerfile sets an engine knob (ENV or CMD argument) the frozen config does not hold, "
     "holds otherwise, or the challenge forbids",
 )
+ENGINE_NOT_VLLM = _declare(
+    "engine.not-vllm",
+    "intake",
+    'a kind = "vllm" entry whose image is not the pinned vLLM: another base, or a command '
+    "that starts neither podium's launcher nor vLLM's server",
+)
 CONFIG_SCHEMA = _declare(
     "config.schema", "intake", "a knob of the engine config breaks its type or bounds"
 )

@@ -4,8 +4,10 @@ Everything wrong is a ``Finding`` with a stable id, never a traceback: the safe 
 ``bundle.*`` findings (traversal, links, bombs, digests), then the challenge's rules,
 judged in ``verifier.checks.intake``: the bundle is for this challenge, pins this
 challenge's model, uses an engine kind the challenge allows, its engine config passes the
-challenge's schema and rules, and its Dockerfile sets no engine knob of its own
-(``submission.image_knobs``: one source of truth).
+challenge's schema and rules, its Dockerfile sets no engine knob of its own
+(``submission.image_knobs``: one source of truth), and a ``kind = "vllm"`` entry's image
+is the challenge's pinned vLLM (``verifier.vllm_image`` reads it, ``engine.not-vllm`` in
+``verifier.checks.vllm_image`` judges it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from schemas.findings import Finding
 from schemas.manifest import Manifest
 from submission.safe_bundle import open_bundle
 from verifier.checks.intake import image_findings, rule_findings, unreadable
+from verifier.checks.vllm_image import not_vllm
+from verifier.vllm_image import inspect
 
 
 @dataclass
@@ -49,4 +53,6 @@ def intake(bundle: Path, workdir: Path, spec: ChallengeSpec) -> Intake:
     manifest_sha = sha256_file(opened.root_dir / "manifest.json")
     findings += rule_findings(manifest, spec)
     findings += image_findings(opened.root_dir, manifest, spec)
+    if manifest.engine.kind == "vllm":  # what the verifier can tell of its image, judged
+        findings += not_vllm(inspect(opened.root_dir, manifest, spec))
     return Intake(bundle_sha, opened.root_dir, manifest, manifest_sha, findings)

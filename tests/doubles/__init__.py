@@ -88,6 +88,7 @@ CATALOGUE: dict[str, Double] = {
         ("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path"),
         "bought",
     ),
+    "ForgedVllm": Double(("engine.not-vllm", "integrity.same-path"), "bought"),
     # replay
     "CachedReplies": Double(("integrity.caching",), "replay", ("cache_replies",)),
     "ReplayCheapControls": Double(
