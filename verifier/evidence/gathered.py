@@ -63,6 +63,10 @@ class TrialResult:
     requests: int
     passes: int
     cpu_s: float
+    #: at concurrency > 1: the wall time and the tokens of the segment that timed nothing
+    #: but the trial's fresh controls (the verifier's clock and count; 0 without one)
+    fresh_seconds: float = 0.0
+    fresh_tokens: int = 0
 
     @property
     def tps(self) -> float:

@@ -20,7 +20,11 @@ public prompts come first and are not timed.
 
 A trial's first pass may carry fresh controls (``verifier.harness.controls``):
 prompts made at run time, each in the place of a held-out prompt, timed and counted like
-it (``RequestRecord.fresh``). Untimed requests (PPL records, probes) can be placed among
+it (``RequestRecord.fresh``). At concurrency ``c > 1`` they are one block of whole waves
+of ``c`` (``verifier.harness.plan.fresh_positions``), sent as a segment of their own: the
+``c`` workers carry nothing but controls while it runs, and its wall time and tokens are
+recorded (``TrialResult.fresh_seconds``, ``fresh_tokens``) for ``integrity.controls`` to
+judge the controls as a throughput. Untimed requests (PPL records, probes) can be placed among
 the timed ones (``verifier.harness.plan``): a trial's clock stops while they run, so a
 trial's time is the sum of its timed segments. When the trials disagree beyond
 ``tps.max_cv`` and are too few to pin the mean within ``tps.max_ci``, trials are added
@@ -232,6 +236,10 @@ async def _trial(
     passes = 0
     done = 0
     cuts = sorted({p for p in pauses if 0 <= p < tps.num_prompts} | {0, tps.num_prompts})
+    if tps.concurrency > 1 and fresh:  # the block of controls is a segment of its own
+        cuts = sorted(set(cuts) | {min(fresh), max(fresh) + 1})
+    block = (min(fresh), max(fresh) + 1) if tps.concurrency > 1 and fresh else None
+    block_s, block_tokens = 0.0, 0
 
     def tick(_index: int, _reply: Reply) -> None:
         nonlocal done
@@ -258,7 +266,11 @@ async def _trial(
                 kind=f"TPS trial {index + 1} request",
                 on_reply=tick,
             )
-            timed += time.perf_counter() - t0
+            elapsed = time.perf_counter() - t0
+            timed += elapsed
+            if passes == 0 and block == (start, end):
+                block_s += elapsed
+                block_tokens += sum(count_reply(r, spec, tokenize)[0] for r in replies)
             for offset, reply in enumerate(replies):
                 position = start + offset
                 record = record_of(
@@ -279,7 +291,16 @@ async def _trial(
             break
     tokens = sum(r.counted_tokens for r in records)
     cpu = time.process_time() - cpu0
-    trial = TrialResult(index, tokens, timed, len(records), passes=passes, cpu_s=cpu)
+    trial = TrialResult(
+        index,
+        tokens,
+        timed,
+        len(records),
+        passes=passes,
+        cpu_s=cpu,
+        fresh_seconds=block_s,
+        fresh_tokens=block_tokens,
+    )
     return trial, records
 
 
