@@ -26,7 +26,8 @@ Those are the engine's word (``verifier.harness.engine_runtime``): a first filte
 raises findings, never evidence for an allowance.
 
 What it trusts, stated: a Dockerfile of only ``ARG``, one ``FROM ${BASE_IMAGE}``,
-``WORKDIR``, ``COPY`` of ``engine/`` and the frozen config, ``ENV``, ``EXPOSE``, ``LABEL``,
+``WORKDIR``, ``COPY`` of ``engine/`` and the frozen config under ``/submission``, ``ENV``,
+``EXPOSE``, ``LABEL``,
 ``ENTRYPOINT []`` and the launcher's ``CMD`` adds no code to the base; an environment
 without ``LD_*`` and ``PYTHON*`` variables (but ``PYTHONPATH`` at the copied launcher,
 ``PYTHONUNBUFFERED``, ``PYTHONDONTWRITEBYTECODE``) loads none either, since nothing else
@@ -50,7 +51,8 @@ from verifier.evidence import VllmImage
 #: the Dockerfile instructions that add no code to the base image
 PLAIN = frozenset({"ARG", "FROM", "WORKDIR", "COPY", "ENV", "EXPOSE", "LABEL", "ENTRYPOINT", "CMD"})
 #: where the launcher and the config go in the image (``submission init``'s Dockerfile)
-LAUNCHER_ROOT = "/submission/engine"
+SUBMISSION = "/submission"
+LAUNCHER_ROOT = SUBMISSION + "/engine"
 #: environment variables of the interpreter that cannot load code
 PYTHON_PLAIN = frozenset({"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
 _PYTHONS = ("python", "python3")
@@ -132,6 +134,9 @@ def _copy_foreign(args: str, line: int) -> list[str]:
         clean = PurePosixPath(source.removeprefix("./")).as_posix()
         if clean not in ("engine", ENGINE_CONFIG_FILE):
             out.append(f"Dockerfile:{line} COPY {source}: not podium's launcher or the config")
+    dest = paths[-1] if paths else ""
+    if dest.startswith("/") and not (dest + "/").startswith(SUBMISSION + "/"):
+        out.append(f"Dockerfile:{line} COPY to {dest}: outside {SUBMISSION}")
     return out
 
 

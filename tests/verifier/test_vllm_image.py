@@ -163,6 +163,11 @@ def test_a_launcher_that_is_not_podiums_confirms_nothing_though_it_looks_like_vl
             "README",
         ),
         (
+            (("COPY engine-config.json /submission/", "COPY engine-config.json /opt/venv/x.pth"),),
+            (),
+            "outside /submission",
+        ),
+        (
             (
                 (
                     '"/submission/engine-config.json"]',
