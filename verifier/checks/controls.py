@@ -87,7 +87,7 @@ from verifier.checks.base import (
     unreliable,
 )
 from verifier.checks.budget import allowance
-from verifier.evidence import AnswerScore, RequestRecord, TrialResult
+from verifier.evidence import AnswerScore, RequestRecord, TpsResult, TrialResult
 
 CHECK_ID = INTEGRITY_CONTROLS
 
@@ -232,6 +232,30 @@ def _agreement(ctx: CheckContext, details: dict[str, Any], problems: list[str]) 
     return text, True
 
 
+def _speed(tps: TpsResult, throughput: bool) -> tuple[float | None, dict[str, float], float]:
+    """The ratio over the run, per trial, and its relative standard error: of throughputs
+    (concurrency > 1), else of times per token."""
+    if throughput:
+        per_trial = _throughput_per_trial(tps.trials)
+        return throughput_ratio(tps.trials), per_trial, _per_trial_error(per_trial)
+    records = tps.records
+    return speed_ratio(records), _per_trial(records), relative_error(records)
+
+
+def _measured(details: dict[str, Any], concurrency: int) -> str:
+    """What was compared, in words."""
+    n, rest, ratio = details["controls"], details["answers"], details["ratio"]
+    if details["measure"] == "throughput":
+        return (
+            f"the throughput of the other {rest} timed answers is {ratio:.2f}x that of the "
+            f"{n} fresh controls, each trial's run as one block at concurrency {concurrency}"
+        )
+    return (
+        f"{n} fresh controls ran at {ratio:.2f}x the time per token of the other {rest} "
+        "timed answers (the fastest 80 % of each)"
+    )
+
+
 def controls(ctx: CheckContext) -> CheckOutcome:
     settings = enabled(ctx.spec, "controls")
     if settings is None:
@@ -241,14 +265,7 @@ def controls(ctx: CheckContext) -> CheckOutcome:
     records = ctx.tps.records
     fresh = [r for r in records if r.fresh]
     throughput = ctx.spec.tps.concurrency > 1
-    if throughput:
-        overall = throughput_ratio(ctx.tps.trials)
-        per_trial = _throughput_per_trial(ctx.tps.trials)
-        error = _per_trial_error(per_trial)
-    else:
-        overall = speed_ratio(records)
-        per_trial = _per_trial(records)
-        error = relative_error(records)
+    overall, per_trial, error = _speed(ctx.tps, throughput)
     if overall is None:
         return skipped(CHECK_ID, "no fresh control was timed beside other timed answers")
     max_ratio = float(settings["max_ratio"])
@@ -268,17 +285,9 @@ def controls(ctx: CheckContext) -> CheckOutcome:
         "answers": len(records) - len(fresh),
         "measure": "throughput" if throughput else "time per token",
     }
-    measure = (
-        f"the throughput of the other {len(records) - len(fresh)} timed answers is "
-        f"{overall:.2f}x that of the {len(fresh)} fresh controls, each trial's run as one "
-        f"block at concurrency {ctx.spec.tps.concurrency}"
-        if throughput
-        else f"{len(fresh)} fresh controls ran at {overall:.2f}x the time per token of the "
-        f"other {len(records) - len(fresh)} timed answers (the fastest 80 % of each"
-    )
     speed = (
-        f"{measure}{'' if throughput else ')'} (limit {max_ratio:.2f}x, {decisive:.1f}x in "
-        f"the median trial; median trial {deciding:.2f}x, worst {worst:.2f}x)"
+        f"{_measured(details, ctx.spec.tps.concurrency)} (limit {max_ratio:.2f}x, "
+        f"{decisive:.1f}x in the median trial; median trial {deciding:.2f}x, worst {worst:.2f}x)"
     )
     problems: list[str] = []
     if overall > max_ratio:

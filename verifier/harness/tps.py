@@ -235,11 +235,8 @@ async def _trial(
     stage = f"tps trial {index + 1}"
     passes = 0
     done = 0
-    cuts = sorted({p for p in pauses if 0 <= p < tps.num_prompts} | {0, tps.num_prompts})
-    if tps.concurrency > 1 and fresh:  # the block of controls is a segment of its own
-        cuts = sorted(set(cuts) | {min(fresh), max(fresh) + 1})
-    block = (min(fresh), max(fresh) + 1) if tps.concurrency > 1 and fresh else None
-    block_s, block_tokens = 0.0, 0
+    cuts, block = segments(tps.num_prompts, tps.concurrency, pauses, fresh)
+    block_s = 0.0
 
     def tick(_index: int, _reply: Reply) -> None:
         nonlocal done
@@ -268,9 +265,7 @@ async def _trial(
             )
             elapsed = time.perf_counter() - t0
             timed += elapsed
-            if passes == 0 and block == (start, end):
-                block_s += elapsed
-                block_tokens += sum(count_reply(r, spec, tokenize)[0] for r in replies)
+            block_s += elapsed if passes == 0 and block == (start, end) else 0.0
             for offset, reply in enumerate(replies):
                 position = start + offset
                 record = record_of(
@@ -291,17 +286,23 @@ async def _trial(
             break
     tokens = sum(r.counted_tokens for r in records)
     cpu = time.process_time() - cpu0
-    trial = TrialResult(
-        index,
-        tokens,
-        timed,
-        len(records),
-        passes=passes,
-        cpu_s=cpu,
-        fresh_seconds=block_s,
-        fresh_tokens=block_tokens,
-    )
+    trial = TrialResult(index, tokens, timed, len(records), passes=passes, cpu_s=cpu)
+    if block is not None:  # the block's wall time and its tokens, as counted
+        trial.fresh_seconds = block_s
+        trial.fresh_tokens = sum(r.counted_tokens for r in records if r.fresh)
     return trial, records
+
+
+def segments(
+    requests: int, concurrency: int, pauses: Collection[int], fresh: Mapping[int, Prompt]
+) -> tuple[list[int], tuple[int, int] | None]:
+    """Where a trial's first pass is cut (at each pause, and around the block of fresh
+    controls at concurrency > 1, which is a segment of its own) and that block, if any."""
+    cuts = {p for p in pauses if 0 <= p < requests} | {0, requests}
+    if concurrency <= 1 or not fresh:
+        return sorted(cuts), None
+    block = (min(fresh), max(fresh) + 1)
+    return sorted(cuts | set(block)), block
 
 
 def stability_of(spec: ChallengeSpec, trials: Sequence[TrialResult]) -> Stability:
