@@ -221,10 +221,13 @@ def _publish(outcome: Any, keypair: KeyPair | None, store_url: str) -> dict[str,
     from leaderboard.publish import publish_reports
     from leaderboard.stores import open_store
     from podium.errors import PodiumError
+    from verifier.scale.queue.hold import Hold
 
     assert keypair is not None
     if outcome.verdict == "FAILED" or not outcome.signed:
         return {"ok": False, "reason": "only complete, signed reports are published"}
+    # the run's length shows no finer than the report's finished (verifier.scale.queue.hold)
+    Hold().until(outcome.report)
     try:
         published = publish_reports([outcome.report], open_store(store_url), keypair)
     except PodiumError as exc:

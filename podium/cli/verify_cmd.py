@@ -59,7 +59,9 @@ def verify_cmd(
         str | None,
         typer.Option(
             "--publish",
-            help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME.",
+            help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME; "
+            "held until the grid point after the report's finished (up to 30 minutes), "
+            "so the run's length shows no finer than the report says.",
         ),
     ] = None,
     runner: RunnerOpt = RunnerKind.local_docker,

@@ -32,6 +32,8 @@ WORKER_HELP = """\
 Claim a request from the queue, verify it, publish the record, mark the request, repeat.
 A lease (renewed in the background) makes a crashed worker's request come back; the
 first SIGINT/SIGTERM finishes the current request then stops, a second releases it.
+A run's end shows only at the 30-minute grid point after its report's finished: the
+worker holds the record and the mark until then (docs/scale.md, "The hold").
 
 Examples:
 
@@ -46,6 +48,7 @@ DISPATCH_HELP = """\
 Claim requests and verify each on a jobs service: a server job (the participant's
 rebuilt image on --flavor, no secrets) and a harness job (podium's image on a CPU
 flavour with the held-out set and the signing key) in one private network group.
+Each request's end is held to the 30-minute grid point after its report's finished.
 
 Which rows it can make VERIFIED: a jobs service has no egress switch, so the server job
 is not sandboxed, and a challenge that requires integrity.isolation gets UNOFFICIAL rows

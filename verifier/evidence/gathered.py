@@ -252,7 +252,12 @@ class PplRecordScore:
 
 @dataclass
 class PplResult:
-    """The PPL stage's outcome. ``value`` is NaN when no record could be scored."""
+    """The PPL stage's outcome. ``value`` is NaN when no record could be scored.
+
+    ``tokens`` and ``records`` count what was scored: the records the engine answered in a
+    well-formed way, which it chose. ``sent_tokens`` and ``sent_records`` count what the
+    procedure sent (the spec's selection of the held-out set, fixed before the engine saw
+    any of it): the only counts a public report says."""
 
     value: float
     nll_sum: float
@@ -260,15 +265,21 @@ class PplResult:
     records: int
     per_record: list[PplRecordScore] = field(default_factory=list)
     seconds: float = 0.0
+    sent_tokens: int | None = None
+    sent_records: int | None = None
 
     def to_metrics(self, cap: float | None = None) -> dict[str, Any]:
-        """The report's ``metrics.ppl`` member."""
+        """The report's ``metrics.ppl`` member: ``tokens`` and ``records`` are what the
+        procedure sent, ``scored_tokens`` and ``scored_records`` what entered the PPL (the
+        organizer's evidence only: the public report leaves them out)."""
         # no scored record leaves the PPL undefined: null, never NaN (JSON has none)
         out: dict[str, Any] = {
             "value": self.value if math.isfinite(self.value) else None,
             "nll_sum": self.nll_sum,
-            "tokens": self.tokens,
-            "records": self.records,
+            "tokens": self.tokens if self.sent_tokens is None else self.sent_tokens,
+            "records": self.records if self.sent_records is None else self.sent_records,
+            "scored_tokens": self.tokens,
+            "scored_records": self.records,
         }
         if cap is not None:
             out["cap"] = cap
