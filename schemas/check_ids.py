@@ -135,6 +135,12 @@ ENGINE_IMAGE_KNOB = _declare(
     "the Dockerfile sets an engine knob (ENV or CMD argument) the frozen config does not hold, "
     "holds otherwise, or the challenge forbids",
 )
+ENGINE_NOT_VLLM = _declare(
+    "engine.not-vllm",
+    "intake",
+    'a kind = "vllm" entry whose image is not the pinned vLLM: another base, or a command '
+    "that starts neither podium's launcher nor vLLM's server",
+)
 CONFIG_SCHEMA = _declare(
     "config.schema", "intake", "a knob of the engine config breaks its type or bounds"
 )
@@ -392,7 +398,8 @@ INTEGRITY_CONTROLS = _declare(
     "integrity.controls",
     "reference",
     "fresh controls, prompts made at run time and timed among the others, run no slower "
-    "per token than the rest, and agree with the reference as well",
+    "per token than the rest (at concurrency > 1: as a throughput, in a block of their own), "
+    "and agree with the reference within the spec's budget",
     check=True,
 )
 INTEGRITY_SAME_PATH = _declare(

@@ -237,27 +237,6 @@ def arg_matches(arg: str, frozen: Mapping[str, Any], expected: Any, seen: Any) -
     return bool(seen == expected)
 
 
-def levers_in_effect(obs: Observation, frozen: Mapping[str, Any]) -> dict[str, Any]:
-    """The declared lossy knobs the reference cannot reproduce (``verifier.declared``)
-    that vLLM's own parsed arguments show in effect, with the value it parsed: the only
-    way such a lever counts for an allowance. A knob vLLM did not parse as declared (or
-    a start-up log without the arguments line) counts as not in effect."""
-    from verifier.declared import BUDGETED
-
-    args = obs.non_default_args[0] if obs.non_default_args else None
-    if args is None:
-        return {}
-    out: dict[str, Any] = {}
-    for knob in BUDGETED:
-        declared = frozen.get(knob)
-        arg = KNOB_ARGS.get(knob)
-        if declared in (None, "", "auto", False, 0) or arg is None or arg not in args:
-            continue
-        if arg_matches(arg, frozen, expected_args({knob: declared}).get(arg), args[arg]):
-            out[knob] = declared
-    return out
-
-
 def unobserved_evidence(obs: Observation) -> dict[str, str]:
     """What could not be compared, and why: recorded in the report, never a finding."""
     out = dict(obs.errors)
