@@ -30,7 +30,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from leaderboard.specs import shipped_specs
+from leaderboard.specs import specs_in_force
 from podium.errors import PodiumError, SchemaError, UsageError
 from podium.signing import key_id, load_public_key, public_key_from_b64, verify_document
 from schemas.challenge import ChallengeSpec
@@ -180,7 +180,7 @@ def build_trust(pubkeys: Iterable[Path] = (), *, spec_keys_too: bool = True) -> 
     """The keys the shipped specs pin (each for its challenge) and ``pubkeys`` (any)."""
     keys: list[TrustedKey] = []
     if spec_keys_too:
-        for spec in shipped_specs():
+        for spec in specs_in_force():
             keys.extend(spec_keys(spec))
     for path in pubkeys:
         public = load_public_key(path)
