@@ -116,12 +116,13 @@ def test_lock_fast_gemma_with_stand_in_weights(
     doc, pinned = lock_document(
         spec, weights=None, image="vllm/vllm-openai:v0.32.0", inspect=lambda ref: info
     )
+    assert pinned == {"engine.vllm.images.gpu": f"vllm/vllm-openai:v0.32.0@sha256:{'cd' * 32}"}
     gpu = doc["engine"]["vllm"]["images"]["gpu"]
     assert gpu["ref"] == f"vllm/vllm-openai:v0.32.0@sha256:{'cd' * 32}"
     assert gpu["digest_confirmed"] is True
     (tmp_path / "full.json").write_text(json.dumps(doc))
     require_locked(load_challenge(tmp_path / "full.json"))  # nothing left to lock
-    with pytest.raises(UnlockedSpecError, match="model.files"):
+    with pytest.raises(UnlockedSpecError, match=r"model\.files"):
         require_locked(load_challenge("fast-gemma"))
     # an existing file is not overwritten, a snapshot of another revision is refused
     code, text = cli(capsys, *args, "--no-image", "-o", str(out))
