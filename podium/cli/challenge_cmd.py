@@ -138,7 +138,7 @@ def lock_cmd(
 
       podium challenge lock tiny --pubkey keys/organizer.pub.pem -o tiny.locked.json --json
     """
-    from verifier.lock import default_image, lock_document, unlocked_parts
+    from verifier.lock import default_image, lock_document
 
     set_json(json_out)
     spec = load_named_challenge(spec_ref, "SPEC")
@@ -155,11 +155,21 @@ def lock_cmd(
             pubkeys=pubkey or [],
             progress=bar.update,
         )
+    result = _write_locked(doc, pinned, out)
+    emit(result, lambda con: _lock_human(con, result))
+    if not result["locked"]:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _write_locked(doc: dict[str, Any], pinned: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Write the locked spec to ``out``; what ``lock --json`` prints."""
+    from verifier.lock import unlocked_parts
+
     locked = ChallengeSpec.from_dict(doc)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     left = [p.to_dict() for p in unlocked_parts(locked)]
-    result = {
+    return {
         "out": str(out),
         "challenge": locked.id,
         "spec_sha256": locked.sha256,
@@ -168,17 +178,15 @@ def lock_cmd(
         "locked": not left,
     }
 
-    def human(con: Console) -> None:
-        for part, what in pinned.items():
-            shown = f"{what} files" if isinstance(what, int) else what
-            con.print(text(f"pinned {part}: {shown}"))
-        for p in left:
-            con.print(text(f"still unlocked: {p['part']} ({p['why']}); lock it with {p['how']}"))
-        con.print(text(f"wrote {out} ({'locked' if not left else 'NOT locked'})"))
 
-    emit(result, human)
-    if left:
-        raise typer.Exit(EXIT_FINDINGS)
+def _lock_human(con: Console, result: dict[str, Any]) -> None:
+    for part, what in result["pinned"].items():
+        shown = f"{what} files" if isinstance(what, int) else what
+        con.print(text(f"pinned {part}: {shown}"))
+    for p in result["unlocked"]:
+        con.print(text(f"still unlocked: {p['part']} ({p['why']}); lock it with {p['how']}"))
+    state = "locked" if result["locked"] else "NOT locked"
+    con.print(text(f"wrote {result['out']} ({state})"))
 
 
 class _HashBar:

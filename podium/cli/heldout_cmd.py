@@ -67,22 +67,13 @@ def check_cmd(
 
       podium heldout check ./heldout -c tiny --json
     """
-    from verifier.datasets import read_jsonl
     from verifier.heldout import check_heldout, tokenizer_for
 
     set_json(json_out)
     spec = resolve_challenge(challenge)
     if tps is not None and tps <= 0:
         raise UsageError("--tps must be above 0", where="--tps")
-    reader = None
-    if public is not None:
-        if not public.is_dir():
-            raise UsageError(f"--public {public}: no such directory", where="--public")
-        files = {"prompts": public / "prompts.jsonl", "ppl": public / "ppl.jsonl"}
-
-        def reader(kind: str) -> list[dict[str, Any]]:
-            return read_jsonl(files[kind])
-
+    reader = _public_reader(public) if public is not None else None
     renderer, why = tokenizer_for(spec, weights)
     result = check_heldout(
         heldout, spec, tps=tps, renderer=renderer, renderer_missing=why, public=reader
@@ -100,6 +91,20 @@ def check_cmd(
     emit(doc, human)
     if not result.ok:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _public_reader(public: Path) -> Any:
+    """``--public DIR``: its rows of each kind (``prompts``, ``ppl``)."""
+    from verifier.datasets import read_jsonl
+
+    if not public.is_dir():
+        raise UsageError(f"--public {public}: no such directory", where="--public")
+    files = {"prompts": public / "prompts.jsonl", "ppl": public / "ppl.jsonl"}
+
+    def reader(kind: str) -> list[dict[str, Any]]:
+        return read_jsonl(files[kind])
+
+    return reader
 
 
 def register(root: typer.Typer) -> None:
