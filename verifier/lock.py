@@ -247,6 +247,10 @@ def lock_document(
     """
     doc = copy.deepcopy(spec.to_dict())
     pinned: dict[str, Any] = {}
+    if image is not None:  # first: a missing image stops the lock before hours of hashing
+        pinned[f"engine.vllm.images.{image_slot(spec)}"] = _lock_image(
+            doc, spec, image, inspect or _docker_inspect
+        )
     if weights is not None:
         _check_revision(weights, spec.model.revision, "the model")
         doc["model"]["files"] = pin_files(weights, progress)
@@ -257,10 +261,6 @@ def lock_document(
         _check_revision(drafter, spec.model.drafter.revision, "the drafter")
         doc["model"]["drafter"]["files"] = pin_files(drafter, progress)
         pinned["model.drafter.files"] = len(doc["model"]["drafter"]["files"])
-    if image is not None:
-        pinned[f"engine.vllm.images.{image_slot(spec)}"] = _lock_image(
-            doc, spec, image, inspect or _docker_inspect
-        )
     if pubkeys:
         pinned["leaderboard.keys"] = _add_keys(doc, pubkeys)
     validate("challenge", doc, file=spec.source)
@@ -269,5 +269,15 @@ def lock_document(
 
 def _docker_inspect(ref: str) -> dict[str, Any]:
     from podium.dockerx import connect, image_info
+    from podium.errors import DockerError
 
-    return image_info(connect(), ref)
+    client = connect()
+    try:
+        return image_info(client, ref)
+    except DockerError as exc:
+        raise DockerError(
+            exc.message,
+            hint=f"pull it first (docker pull {ref}), name another with --image REF, or "
+            "leave the spec's image as it is with --no-image",
+            where="--image",
+        ) from None

@@ -237,7 +237,16 @@ def test_fast_gemma_with_no_tokenizer_skips_lengths_and_says_how(
     assert code == 1 and "768 prompts short" in json.loads(text)["questions"][1]["detail"]
 
 
-def test_the_record_schemas_are_listed(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_record_schemas_are_listed_and_validate_a_set_line_by_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, text = cli(capsys, "schema", "list", "--json")
     kinds = {d["kind"] for d in json.loads(text)}
     assert code == 0 and {"heldout-prompt", "heldout-ppl"} <= kinds
+    shipped = str(TINY / "ppl-heldout.jsonl")
+    assert cli(capsys, "schema", "validate", "heldout-ppl", shipped)[0] == 0
+    bad = tmp_path / "prompts.jsonl"
+    bad.write_text('{"id": "a", "prompt": "hi"}\n{"id": "b"}\nnot json\n')
+    code, text = cli(capsys, "schema", "validate", "heldout-prompt", str(bad), "--json")
+    where = [p["where"] for p in json.loads(text)["problems"]]
+    assert code == 1 and where == ["line 2: $", "line 3"]
