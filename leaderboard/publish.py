@@ -75,8 +75,8 @@ def publish_reports(
 
 
 def head_signer(keypair: KeyPair, *, now: Callable[[], datetime] | None = None) -> HeadSigner:
-    """Signs heads with ``keypair``; builds on heads signed by it or by a key a shipped
-    spec pins (never a key found in the store)."""
+    """Signs heads with ``keypair``; builds on heads signed by it or by a key a spec in
+    force pins (never a key found in the store)."""
     trusted: dict[str, Any] = {}
     for spec in specs_in_force():
         for key in spec_keys(spec):

@@ -16,8 +16,9 @@ trusted from the rotation's time on for the same challenges, the old one no long
 it. A rotation that revokes the old key (it was compromised), or a spec key's
 ``revoked_at``, lists every row that key signed apart, with the revocation's date.
 
-What it trusts: the shipped spec files (they come with podium, not with the store) and
-the files the viewer names; a rotation only through the key it replaces. A spec's key
+What it trusts: the specs in force (``leaderboard.specs``: the shipped spec files, which
+come with podium, not with the store, and any spec the viewer names with ``--challenge``)
+and the files the viewer names; a rotation only through the key it replaces. A spec's key
 whose id does not match its bytes is an error.
 """
 
@@ -177,7 +178,7 @@ def _rotate(keys: list[TrustedKey], olds: list[TrustedKey], doc: dict[str, Any])
 
 
 def build_trust(pubkeys: Iterable[Path] = (), *, spec_keys_too: bool = True) -> Trust:
-    """The keys the shipped specs pin (each for its challenge) and ``pubkeys`` (any)."""
+    """The keys the specs in force pin (each for its challenge) and ``pubkeys`` (any)."""
     keys: list[TrustedKey] = []
     if spec_keys_too:
         for spec in specs_in_force():

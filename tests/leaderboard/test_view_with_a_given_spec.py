@@ -49,3 +49,37 @@ def test_views_trust_the_key_a_locked_spec_pins(
     args = ["leaderboard", "build-site", "--store", store, "-c", str(spec), "-o", str(site)]
     code, out = cli(capsys, *args, "--json")
     assert code == 0 and (site / "records.json").is_file()
+
+
+def test_serve_trusts_the_key_a_locked_spec_pins(
+    tmp_path: Path,
+    seeded_store: LocalStore,
+    key_files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import subprocess
+    import sys
+    import urllib.request
+
+    spec = tmp_path / "tiny.locked.json"
+    code, _ = cli(
+        capsys, "challenge", "lock", "tiny", "--pubkey", str(key_files[1]), "-o", str(spec)
+    )
+    assert code == 0
+    args = ["leaderboard", "serve", "--store", seeded_store.url, "-c", str(spec), "--port", "0"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "podium.cli.app", *args, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["url"]
+        with urllib.request.urlopen(url + "records.json", timeout=60) as answer:
+            doc = json.loads(answer.read())
+        assert [k["source"] for k in doc["trusted_keys"]] == ["challenge tiny"]
+        assert doc["count"] == 7 and len(doc["boards"]["tiny"]["best"]) == 3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
