@@ -63,7 +63,12 @@ def judged_by(challenge: str | None) -> Iterator[str | None]:
     path = Path(challenge or "")
     if challenge is None:
         yield None
-    elif is_remote(challenge) or path.suffix or path.exists() or challenge in list_challenges():
+    elif (
+        is_remote(challenge)
+        or path.suffix == ".json"
+        or path.is_file()
+        or (challenge in list_challenges())
+    ):
         spec = load_named_challenge(challenge, "--challenge")
         with viewing(spec):
             yield spec.id
