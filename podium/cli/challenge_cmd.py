@@ -128,15 +128,15 @@ def lock_cmd(
     The weight files (path, size, sha256) are hashed from a local snapshot, the base
     image's digest comes from the local Docker engine (digest_confirmed: true), and
     --pubkey pins the organizer key viewers check rows with. Workers (and the server)
-    refuse a spec that requires isolation and is not locked. Exit 1 when a part is still
+    refuses a spec that requires isolation and is not locked. Exit 1 when a part is still
     unlocked (the file is written; the parts are named).
 
     Examples:
 
       podium challenge lock fast-gemma --weights ~/gemma-4-E4B-it --image
-      vllm/vllm-openai:v0.32.0 --pubkey keys/organizer.pub.pem -o fast-gemma.locked.json
+      vllm/vllm-openai:v0.32.0 --pubkey keys/organizer.pem.pub -o fast-gemma.locked.json
 
-      podium challenge lock tiny --pubkey keys/organizer.pub.pem -o tiny.locked.json --json
+      podium challenge lock tiny --pubkey keys/organizer.pem.pub -o tiny.locked.json --json
     """
     from verifier.lock import default_image, lock_document
 
