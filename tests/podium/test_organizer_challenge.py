@@ -250,3 +250,20 @@ def test_the_record_schemas_are_listed_and_validate_a_set_line_by_line(
     code, text = cli(capsys, "schema", "validate", "heldout-prompt", str(bad), "--json")
     where = [p["where"] for p in json.loads(text)["problems"]]
     assert code == 1 and where == ["line 2: $", "line 3"]
+
+
+def test_a_held_out_set_on_the_hub(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from huggingface_hub import HfApi
+
+    allow_hub_requests(monkeypatch)
+    with FakeHub() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        HfApi(endpoint=hub.endpoint).create_repo("org/heldout", repo_type="dataset")
+        hub.put_file("org/heldout", "prompts.jsonl", (TINY / "heldout-prompts.jsonl").read_bytes())
+        hub.put_file("org/heldout", "ppl.jsonl", (TINY / "ppl-heldout.jsonl").read_bytes())
+        args = ["heldout", "check", "hf://datasets/org/heldout", "-c", "tiny", "--json"]
+        code, text = cli(capsys, *args, stdout=True)
+        assert code == 0, text
+        assert json.loads(text)["counts"]["prompts"] == 1024
