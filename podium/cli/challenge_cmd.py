@@ -74,6 +74,8 @@ def show_cmd(
 
       podium challenge show tiny --json
     """
+    from verifier.lock import unlocked_parts
+
     set_json(json_out)
     spec = load_named_challenge(name, "NAME")
     doc = spec.to_dict()
@@ -81,6 +83,7 @@ def show_cmd(
         "ppl_cap": spec.quality.cap,
         "tokens_per_trial": spec.tps.tokens_per_trial,
         "spec_sha256": spec.sha256,
+        "unlocked": [p.to_dict() for p in unlocked_parts(spec)],
     }
     doc["knobs"] = [row.to_dict() for row in knob_table(spec)]
     emit(doc, lambda con: describe(spec, con))

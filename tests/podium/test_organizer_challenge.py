@@ -122,6 +122,10 @@ def test_lock_fast_gemma_with_stand_in_weights(
     assert gpu["digest_confirmed"] is True
     (tmp_path / "full.json").write_text(json.dumps(doc))
     require_locked(load_challenge(tmp_path / "full.json"))  # nothing left to lock
+    code, text = cli(capsys, "challenge", "show", str(tmp_path / "full.json"), "--json")
+    assert code == 0 and json.loads(text)["computed"]["unlocked"] == []
+    code, text = cli(capsys, "challenge", "show", str(tmp_path / "full.json"))
+    assert "locked     yes" in text
     with pytest.raises(UnlockedSpecError, match=r"model\.files"):
         require_locked(load_challenge("fast-gemma"))
     # an existing file is not overwritten, a snapshot of another revision is refused
