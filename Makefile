@@ -72,19 +72,16 @@ lowest: $(LOWEST_STAMP)
 	$(LOWEST)/bin/python -m pytest -q -p no:cacheprovider -m "not docker and not slow and not browser and not gpu" \
 		$(LOWEST_TESTS)
 
-# Two parts: the suite file by file on TEST_WORKERS processes (pytest-xdist; a file stays on
-# one worker, so its module-scoped verifications are shared), then the tests marked
-# `serial`, which measure the machine's own timing and run with nothing beside them.
-# Each part fails on a failure and on "no tests ran".
+# scripts/test.sh: the Debian packages and the Docker engine, then the venv with the images
+# built beside it, then the suite file by file on TEST_WORKERS processes (pytest-xdist; a
+# file stays on one worker, so its module-scoped verifications are shared) with lint and the
+# lowest dependencies' tests beside it, then the tests marked `serial`, which measure the
+# machine's own timing and run with nothing beside them. Each step's time goes to
+# test-artifacts/steps.jsonl; each pytest pass fails on a failure and on "no tests ran".
 TEST_WORKERS ?= 2
-TEST_ENV := PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1
 
-test: venv docker browser lint lowest
-	mkdir -p $(ARTIFACTS)
-	$(TEST_ENV) $(VENV)/bin/pytest -m "not gpu and not serial" -n $(TEST_WORKERS) --dist loadfile \
-		-p no:cacheprovider --junitxml=$(ARTIFACTS)/junit.xml
-	$(TEST_ENV) $(VENV)/bin/pytest -m "serial and not gpu" -p no:cacheprovider \
-		--junitxml=$(ARTIFACTS)/junit-serial.xml
+test:
+	MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) ARTIFACTS=$(ARTIFACTS) bash scripts/test.sh
 
 # scripts/demo.sh sets up what it runs itself (make demo-venv, the engine base image), one
 # line per step, so that the package managers' output stays in its log.

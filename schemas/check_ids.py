@@ -117,6 +117,12 @@ BUNDLE_CHALLENGE_VERSION = _declare(
     "the bundle was frozen for another version of this challenge",
     severity="warning",
 )
+BUNDLE_BASE_UNCHECKED = _declare(
+    "bundle.base-unchecked",
+    "intake",
+    "the base image's digest is all zeros, or no local image confirmed it at freeze and the "
+    "challenge spec does not confirm it: the rebuild could not start",
+)
 BUNDLE_MODEL_PIN = _declare(
     "bundle.model-pin", "intake", "the bundle pins another model or revision than the challenge"
 )
@@ -194,6 +200,13 @@ SUBMISSION_DOCKERFILE_BASE = _declare(
     "submission",
     "the Dockerfile does not build FROM ${BASE_IMAGE}, so the base cannot be pinned",
 )
+SUBMISSION_NETWORK_STEP = _declare(
+    "submission.network-step",
+    "submission",
+    "a Dockerfile RUN step fetches from the network (pip without --no-index, curl, git, apt, "
+    "a URL), which builds do not have",
+    severity="warning",
+)
 SUBMISSION_REQUIREMENTS = _declare(
     "submission.requirements", "submission", "a requirements line is not NAME==VERSION[ --hash]"
 )
@@ -238,6 +251,12 @@ ENV_GPU_BUSY = _declare(
 )
 IMAGE_TOO_LARGE = _declare(
     "image.too-large", "rebuild", "the rebuilt image is over the challenge's size limit"
+)
+IMAGE_NETWORK = _declare(
+    "image.network",
+    "rebuild",
+    "a build step reached for the network, which the rebuild does not have: the image must "
+    "follow from the bundle and its pinned base alone",
 )
 
 # -- evaluation: what the participant's engine answered -----------------------------------

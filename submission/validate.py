@@ -35,6 +35,7 @@ from submission.config import NAME_PATTERN, SubmissionConfig, frozen_config, rea
 from submission.defaults import CONFIG_FILE, ENGINE_CONFIG_FILE
 from submission.files import LocalFile, scan_files
 from submission.image_knobs import image_knob_findings
+from submission.network_steps import network_step_findings
 from submission.requirements import read_requirements
 
 _ARG_BASE = re.compile(r"^\s*ARG\s+BASE_IMAGE(\s*=.*)?\s*$", re.IGNORECASE | re.MULTILINE)
@@ -375,8 +376,10 @@ def validate_submission(
     dockerfile = _check_dockerfile(directory, cfg)
     result.findings += dockerfile
     if not dockerfile:
+        text = (directory / cfg.dockerfile).read_text(encoding="utf-8", errors="replace")
+        result.findings += network_step_findings(text, file=cfg.dockerfile)
         result.findings += image_knob_findings(
-            (directory / cfg.dockerfile).read_text(encoding="utf-8", errors="replace"),
+            text,
             cfg.config,
             spec,
             file=cfg.dockerfile,

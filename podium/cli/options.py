@@ -48,7 +48,10 @@ LogsOpt = Annotated[bool, typer.Option("--logs", help="Stream the image build lo
 BaseDigestOpt = Annotated[
     str | None,
     typer.Option(
-        "--base-digest", help="Pin the base image to this sha256:... without asking Docker."
+        "--base-digest",
+        help="Pin the base image to this sha256:...; a digest no local image confirms is "
+        "written as unchecked, which inspect, queue submit and intake refuse unless the "
+        "challenge spec confirms it.",
     ),
 ]
 

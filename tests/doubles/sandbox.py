@@ -51,7 +51,7 @@ def closed_sandbox(forbidden_paths: list[Path]) -> IsolationEvidence:
 
 
 class VerifyingSandbox(ProcessRunner):
-    info = RunnerInfo(name="test-sandbox", can_verify=True, sandboxed=True)
+    info = RunnerInfo(name="test-sandbox", can_verify=True, sandboxed=True, rebuilds=False)
 
     def __init__(self, *, image_bytes: int | None = None, env: dict[str, str] | None = None):
         super().__init__(env=env)

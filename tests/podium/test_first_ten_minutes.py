@@ -289,9 +289,15 @@ def tiny_bundle(tmp_path: Path) -> Path:
     return packaged.bundle.path
 
 
+@pytest.mark.docker  # the base is pinned from the local image: inspect refuses an unchecked one
 def test_inspect_checks_the_bundle_against_the_challenge_c_names(
-    tiny_bundle: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from submission.bundle import package
+
+    packaged = package(_tiny_entry(tmp_path), tmp_path / "dist", build=False)
+    assert packaged.bundle is not None
+    tiny_bundle = packaged.bundle.path
     code, out, _ = run(
         ["submission", "inspect", str(tiny_bundle), "-c", "fast-gemma", "--json"], capsys
     )

@@ -39,6 +39,9 @@ class RunnerInfo:
     #: does it keep the engine away from the verifier's files (the held-out set, the
     #: signing key)? A runner that cannot runs on the public set and is never signed.
     sandboxed: bool
+    #: does it build the bundle's image from the pinned base? (intake then refuses a base
+    #: the spec does not confirm)
+    rebuilds: bool = True
 
     def unsandboxed(self) -> str | None:
         """What a run on this runner is denied, said once, first; None for a sandbox."""

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from podium import __version__
-from podium.errors import PodiumError
+from podium.errors import ImageBuildError, PodiumError
 from podium.signing import KeyPair, verify_document
 from schemas.challenge import ChallengeSpec, load_challenge
-from verifier.intake import intake
+from verifier.checks.limits import build_network
+from verifier.intake import Intake, intake
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.report import write_report
 from verifier.scale.dispatch import jobs as J
@@ -146,19 +147,15 @@ class Dispatcher:
         self.say(f"dispatching {rid} ({req.doc['team']}/{req.doc['entry']}, attempt {attempt})")
         opened = intake(bundle, work / "intake", spec)
         if not opened.ok:  # rules broken: REJECTED here, nothing is built or started
-            outcome = verify(
-                VerifyRequest(
-                    bundle=bundle,
-                    spec=spec,
-                    runner=None,
-                    out_dir=work,
-                    reported_tps=req.doc["reported_tps"],
-                    key=cfg.key,
-                    intake=opened,
-                )
-            )
-            return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say)
-        pair = self._adopt(rid) or self._launch(req, spec, opened, work, attempt)
+            return self._rejected(keeper, req, bundle, spec, work, opened)
+        try:
+            pair = self._adopt(rid) or self._launch(req, spec, opened, work, attempt)
+        except ImageBuildError as exc:
+            fetched = build_network(exc)  # a step that reached for the network: REJECTED
+            if not fetched:
+                raise
+            opened.findings += fetched
+            return self._rejected(keeper, req, bundle, spec, work, opened)
         server, harness, group = pair
         final = self._follow(server, harness)
         jobs_rec = {"server": server, "harness": harness, "network_group": group}
@@ -187,6 +184,30 @@ class Dispatcher:
             outcome.evidence = evidence
             outcome.evidence_path = write_report(evidence, work / str(named))
         return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say, extra)
+
+    def _rejected(
+        self,
+        keeper: LeaseKeeper,
+        req: QueueRequest,
+        bundle: Path,
+        spec: ChallengeSpec,
+        work: Path,
+        opened: Intake,
+    ) -> Handled:
+        """A signed REJECTED report from the broken rules found before any job started."""
+        cfg = self.cfg
+        outcome = verify(
+            VerifyRequest(
+                bundle=bundle,
+                spec=spec,
+                runner=None,
+                out_dir=work,
+                reported_tps=req.doc["reported_tps"],
+                key=cfg.key,
+                intake=opened,
+            )
+        )
+        return conclude(cfg.queue, keeper, req.request_id, outcome, cfg.store, cfg.key, self.say)
 
     def _adopt(self, rid: str) -> tuple[str, str, str] | None:
         """The job pair a previous dispatch launched for ``rid``, if still worth following."""
