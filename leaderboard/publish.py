@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from leaderboard.log import HeadSigner, now_stamp, parse_head
 from leaderboard.records import record_from_report
-from leaderboard.specs import shipped_specs
+from leaderboard.specs import specs_in_force
 from leaderboard.stores.base import (
     ROTATIONS_DIR,
     WITHDRAWALS_DIR,
@@ -82,10 +82,10 @@ def publish_reports(
 
 
 def head_signer(keypair: KeyPair, *, now: Callable[[], datetime] | None = None) -> HeadSigner:
-    """Signs heads with ``keypair``; builds on heads signed by it or by a key a shipped
-    spec pins (never a key found in the store)."""
+    """Signs heads with ``keypair``; builds on heads signed by it or by a key a spec in
+    force pins (never a key found in the store)."""
     trusted: dict[str, Any] = {}
-    for spec in shipped_specs():
+    for spec in specs_in_force():
         for key in spec_keys(spec):
             if not key.revoked_at:
                 trusted[key.key_id] = key.public_key

@@ -19,8 +19,9 @@ with the new key), the old one no longer after it. A rotation that revokes the o
 apart, with the revocation's date. The rotations a viewer saw are remembered
 (``leaderboard.seen``): a writer who deletes one from the store does not undo it.
 
-What it trusts: the shipped spec files (they come with podium, not with the store) and
-the files the viewer names; a rotation only through the key it replaces. A spec's key
+What it trusts: the specs in force (``leaderboard.specs``: the shipped spec files, which
+come with podium, not with the store, and any spec the viewer names with ``--challenge``)
+and the files the viewer names; a rotation only through the key it replaces. A spec's key
 whose id does not match its bytes is an error.
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from leaderboard.specs import shipped_specs
+from leaderboard.specs import specs_in_force
 from podium.errors import PodiumError, SchemaError, UsageError
 from podium.signing import key_id, load_public_key, public_key_from_b64, verify_document
 from schemas.challenge import ChallengeSpec
@@ -196,10 +197,10 @@ def _rotate(keys: list[TrustedKey], olds: list[TrustedKey], doc: dict[str, Any])
 
 
 def build_trust(pubkeys: Iterable[Path] = (), *, spec_keys_too: bool = True) -> Trust:
-    """The keys the shipped specs pin (each for its challenge) and ``pubkeys`` (any)."""
+    """The keys the specs in force pin (each for its challenge) and ``pubkeys`` (any)."""
     keys: list[TrustedKey] = []
     if spec_keys_too:
-        for spec in shipped_specs():
+        for spec in specs_in_force():
             keys.extend(spec_keys(spec))
     for path in pubkeys:
         public = load_public_key(path)

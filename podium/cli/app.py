@@ -19,6 +19,7 @@ from podium.cli import (
     challenge_cmd,
     engine_cmd,
     harness_cmd,
+    heldout_cmd,
     keys_cmd,
     leaderboard_cmd,
     queue_cmd,
@@ -76,6 +77,7 @@ COMMAND_MODULES = (
     leaderboard_cmd,
     queue_cmd,
     worker_cmd,
+    heldout_cmd,
     harness_cmd,
 )
 for _module in COMMAND_MODULES:

@@ -11,6 +11,8 @@ that write one (publish, publish-bundle, sign-head, withdraw, rotate-key) are in
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +26,7 @@ from podium.cli.leaderboard_publish_cmd import (
     sign_head_cmd,
     withdraw_cmd,
 )
-from podium.cli.options import JsonOpt, StoreOpt, complete_challenges
+from podium.cli.options import JsonOpt, StoreOpt, complete_challenges, load_named_challenge
 from podium.cli.output import console, emit, emit_line, set_json
 from podium.errors import EXIT_FINDINGS, UsageError
 from podium.untrusted import markup, text
@@ -34,10 +36,45 @@ ChallengeOpt = Annotated[
     typer.Option(
         "--challenge",
         "-c",
-        help="Only this challenge id (default: every challenge).",
+        help="Only this challenge: an id, or a spec (a name, a file, a URL, hf://...) whose "
+        "keys, noise and freshness bound then judge its rows (default: every challenge).",
         autocompletion=complete_challenges,
     ),
 ]
+SpecOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--challenge",
+        "-c",
+        help="A challenge spec (a name, a file, a URL, hf://...) whose keys, noise and "
+        "freshness bound judge its rows, instead of podium's shipped spec of that id.",
+        autocompletion=complete_challenges,
+    ),
+]
+
+
+@contextmanager
+def judged_by(challenge: str | None) -> Iterator[str | None]:
+    """The challenge id ``--challenge`` names, its spec in force while the view runs; an id
+    podium ships no spec of (a store's own challenge) only filters."""
+    from leaderboard.specs import viewing
+    from podium.remote import is_remote
+    from schemas.challenge import list_challenges
+
+    path = Path(challenge or "")
+    if challenge is None:
+        yield None
+    elif (
+        is_remote(challenge)
+        or path.suffix == ".json"
+        or path.is_file()
+        or (challenge in list_challenges())
+    ):
+        spec = load_named_challenge(challenge, "--challenge")
+        with viewing(spec):
+            yield spec.id
+    else:
+        yield challenge
 
 
 PubkeyOpt = Annotated[
@@ -125,8 +162,9 @@ def show_cmd(
     from leaderboard.views.table import render
 
     set_json(json_out)
-    st, check = read_view(store, challenge, pubkey, no_spec_keys, no_verify)
-    boards = boards_of(check, challenge=challenge, best_per_team=not all_attempts)
+    with judged_by(challenge) as cid:
+        st, check = read_view(store, cid, pubkey, no_spec_keys, no_verify)
+        boards = boards_of(check, challenge=cid, best_per_team=not all_attempts)
     emit(show_document(check, boards, st.url), lambda con: render(boards, con, check))
     exit_if_set_fails(check)
 
@@ -150,6 +188,7 @@ def export_cmd(
         ),
     ] = None,
     store: StoreOpt = None,
+    challenge: SpecOpt = None,
     bundles: Annotated[
         Path | None,
         typer.Option(
@@ -177,7 +216,8 @@ def export_cmd(
 
     set_json(json_out)
     kind = format_of(out, fmt)
-    st, check = read_view(store, None, pubkey, no_spec_keys, no_verify)
+    with judged_by(challenge):
+        st, check = read_view(store, None, pubkey, no_spec_keys, no_verify)
     proven = not check.set_problems
     held, refused = export_bundles(st, check) if bundles is not None and proven else ({}, [])
     proven = proven and not refused
@@ -227,6 +267,7 @@ def _export_human(
 def verify_cmd(
     pubkey: PubkeyOpt = None,
     store: StoreOpt = None,
+    challenge: SpecOpt = None,
     no_spec_keys: NoSpecKeysOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -244,7 +285,8 @@ def verify_cmd(
     from leaderboard.bundles import bundle_problems
 
     set_json(json_out)
-    st, check = read_view(store, None, pubkey, no_spec_keys, False)
+    with judged_by(challenge):
+        st, check = read_view(store, None, pubkey, no_spec_keys, False)
     check.set_problems += bundle_problems(st, check)
 
     def human(con: Console) -> None:
@@ -282,6 +324,7 @@ def serve_cmd(
             "--port", metavar="PORT", parser=port_number, help="Port, 0 to 65535 (0: any free one)."
         ),
     ] = 7860,
+    challenge: SpecOpt = None,
     pubkey: PubkeyOpt = None,
     no_spec_keys: NoSpecKeysOpt = False,
     no_verify: NoVerifyOpt = False,
@@ -297,11 +340,15 @@ def serve_cmd(
 
     Example: podium leaderboard serve --store ./leaderboard-data --port 7860
     """
+    set_json(json_out)
+    with judged_by(challenge):
+        _serve(store, host, port, trust_of(pubkey, no_spec_keys, no_verify), json_out)
+
+
+def _serve(store: str | None, host: str, port: int, trust: Any, json_out: bool) -> None:
     from leaderboard.stores import open_existing_store
     from leaderboard.views.web import make_server
 
-    set_json(json_out)
-    trust = trust_of(pubkey, no_spec_keys, no_verify)
     server = make_server(open_existing_store(store), host, port, trust=trust)
     check = server.records.check()  # checked before the first line, which says how it went
     bound_host, bound_port = server.server_address[:2]
@@ -340,6 +387,7 @@ def serve_cmd(
 def build_site_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the site into.")],
     store: StoreOpt = None,
+    challenge: SpecOpt = None,
     pubkey: PubkeyOpt = None,
     no_spec_keys: NoSpecKeysOpt = False,
     no_verify: NoVerifyOpt = False,
@@ -356,8 +404,9 @@ def build_site_cmd(
     from leaderboard.views.web import build_site
 
     set_json(json_out)
-    st, check = read_view(store, None, pubkey, no_spec_keys, no_verify)
-    files = build_site(check, out, store=st.url)
+    with judged_by(challenge):
+        st, check = read_view(store, None, pubkey, no_spec_keys, no_verify)
+        files = build_site(check, out, store=st.url)
     emit(
         {"store": st.url, "files": [str(f) for f in files], **check.to_dict()},
         lambda con: _site_human(con, check, files, out),

@@ -1,6 +1,7 @@
 """Options shared by every command, declared once so each means the same everywhere.
 
---challenge, -c   a shipped challenge name or a spec file. Default: the challenge
+--challenge, -c   a shipped challenge name, a spec file, a URL or an hf:// reference
+                  (``schemas.challenge.load_challenge``). Default: the challenge
                   the document at hand names (a bundle's manifest, podium.toml);
                   where there is none, $PODIUM_CHALLENGE, else ``tiny``. On the
                   leaderboard it filters rows, and its default is every challenge.
@@ -84,8 +85,9 @@ ChallengeOpt = Annotated[
     typer.Option(
         "--challenge",
         "-c",
-        help="Challenge name or spec file (default: the one the bundle or podium.toml names; "
-        f"else ${ENV_CHALLENGE}, else {DEFAULT_CHALLENGE}).",
+        help="Challenge: a name, a spec file, a URL or hf://datasets/ORG/NAME[/FILE] (default: "
+        f"the one the bundle or podium.toml names; else ${ENV_CHALLENGE}, else "
+        f"{DEFAULT_CHALLENGE}).",
         autocompletion=complete_challenges,
     ),
 ]

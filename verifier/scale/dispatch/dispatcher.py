@@ -61,6 +61,8 @@ class DispatchConfig:
     job_timeout_s: int = 3600
     dispatcher_id: str = field(default_factory=default_identity)
     spec_for: Callable[[str], ChallengeSpec] = load_challenge
+    #: challenge id -> the reference the harness job loads its spec by (default: the id)
+    challenge_refs: dict[str, str] = field(default_factory=dict)
     model_volume: Callable[[ChallengeSpec], VolumeSpec] | None = None
     #: the challenge's pinned drafter (None: it has none); default: as the model's
     drafter_volume: Callable[[ChallengeSpec], VolumeSpec | None] | None = None
@@ -269,7 +271,7 @@ class Dispatcher:
             "python3", "-m", "podium.cli.app", "harness",
             "--server", f"http://${{HF_NETWORK_GROUP_PREFIX}}{ENGINE_ALIAS}:{manifest.engine.port}",
             "--bundle", f"{cfg.queue_volume.mount_path}/{req.doc['bundle']['path']}",
-            "--challenge", spec.id,
+            "--challenge", cfg.challenge_refs.get(spec.id, spec.id),
             "--out", "/tmp/podium-out",
             "--image-id", image["id"],
             "--server-job", server,

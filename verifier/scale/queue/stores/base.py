@@ -74,6 +74,18 @@ def describe_bundle(path: Path, reported_tps: float | None = None) -> BundleToSu
     )
 
 
+def require_challenge(bundles: list[BundleToSubmit], challenge_id: str) -> None:
+    """Refuse (``UsageError``) a bundle whose manifest names another challenge than the
+    one given with ``--challenge``, naming both, before anything is stored."""
+    for b in bundles:
+        if b.challenge != challenge_id:
+            raise UsageError(
+                f"{b.path.name} is for challenge {b.challenge!r}, not {challenge_id!r}",
+                hint="submit it without --challenge, or to the queue of its own challenge",
+                where=str(b.path),
+            )
+
+
 class QueueStore(ABC):
     """A verification queue; safe for many workers claiming at once."""
 
