@@ -47,19 +47,25 @@ step() {
 # waits for it, records it and shows the log's tail when it failed
 declare -A PIDS STARTS
 bg() {
-    local name=$1
+    local name=$1 t
     shift
     say "$name (in the background, log $ART/logs/$name.log): $*"
-    STARTS[$name]=$(date +%s.%N)
-    ("$@") >"$ART/logs/$name.log" 2>&1 </dev/null &
+    t=$(date +%s.%N)
+    STARTS[$name]=$t
+    # the step records its own time as it ends, however long the script takes to wait for it
+    (
+        rc=0
+        "$@" || rc=$?
+        record "$name" "$(elapsed "$t")" "$rc"
+        exit "$rc"
+    ) >"$ART/logs/$name.log" 2>&1 </dev/null &
     PIDS[$name]=$!
 }
 wait_bg() {
     local name=$1 rc=0 took
     wait "${PIDS[$name]}" || rc=$?
     took=$(elapsed "${STARTS[$name]}")
-    record "$name" "$took" "$rc"
-    say "$name: exit $rc after $took s"
+    say "$name: exit $rc (waited for $took s)"
     if ((rc != 0)); then
         tail -n 60 "$ART/logs/$name.log" >&2
     fi
