@@ -38,6 +38,7 @@ import json
 import os
 import secrets
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -57,6 +58,7 @@ from verifier.runners.jail_plan import (
     DEFAULT_PIDS,
     SCRATCH,
     JailPlan,
+    bwrap_path,
     jail_environment,
     jail_limits,
     plan_jail,
@@ -233,7 +235,8 @@ class Jail:
         saved: dict[str, int] = {}
         if unprivileged:
             staging = [s for s, d in self.plan.binds if d in (BUNDLE, "/model", "/drafter")]
-            saved = jail_user.grant([s for s, _ in self.plan.binds], staging)
+            sources = [shutil.which(bwrap_path()) or bwrap_path(), *(s for s, _ in self.plan.binds)]
+            saved = jail_user.grant(sources, staging)
         try:
             self._open(limits, unprivileged)
         finally:

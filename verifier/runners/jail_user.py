@@ -44,10 +44,13 @@ def refused() -> str | None:
 
 
 def _add(path: Path, bits: int, saved: dict[str, int]) -> None:
-    mode = stat.S_IMODE(path.lstat().st_mode)
-    if mode & bits != bits:
-        saved.setdefault(str(path), mode)
-        os.chmod(path, mode | bits)
+    """Add ``bits`` to ``path``'s mode; where it cannot be changed (a read-only file
+    system), bwrap names the source it could not reach."""
+    with contextlib.suppress(OSError):
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        if mode & bits != bits:
+            os.chmod(path, mode | bits)
+            saved.setdefault(str(path), mode)
 
 
 def grant(sources: list[str], staging: list[str]) -> dict[str, int]:
