@@ -33,6 +33,7 @@ from schemas.challenge import load_challenge
 from verifier.checks import registry
 from verifier.checks.base import CheckContext
 from verifier.evidence import IsolationEvidence
+from verifier.runners import jail_cgroup, jail_user
 from verifier.runners.factory import make_runner
 from verifier.runners.jail import Jail, JailRunner, host_address
 from verifier.runners.jail_plan import JailPlan, jail_environment, plan_jail
@@ -89,10 +90,26 @@ def _lingering(word: str) -> list[int]:
     return pids
 
 
-@pytest.fixture(scope="module")
-def escape(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """What the hostile program got, and what was left of it after the jail closed."""
-    tmp = tmp_path_factory.mktemp("escape")
+@pytest.fixture(scope="module", params=["cgroup", "unprivileged"])
+def escape(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """What the hostile program got, and what was left of it after the jail closed: in a
+    pids cgroup, and as the unprivileged host user where no cgroup can be made."""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "unprivileged":
+            _no_cgroup(patch)
+        yield from _escape(tmp_path_factory.mktemp("escape"))
+
+
+def _no_cgroup(patch: pytest.MonkeyPatch) -> None:
+    """As on a host whose /sys/fs/cgroup makes no group (root in a container)."""
+    if os.geteuid() != 0:
+        pytest.skip("the unprivileged fallback is the root verifier's")
+    patch.setattr(jail_cgroup, "make", lambda pids: None)
+
+
+def _escape(tmp: Path) -> Iterator[dict[str, Any]]:
     key, heldout = tmp / "key.pem", tmp / "heldout-prompts.jsonl"
     key.write_text("-----BEGIN PRIVATE KEY-----\nplanted\n")
     heldout.write_text('{"prompt": "held out"}\n')
@@ -163,10 +180,15 @@ def test_a_hostile_engine_leaves_no_process_behind(escape: dict[str, Any]) -> No
     assert escape["left"] == []
 
 
-def _judged(plan: JailPlan, tmp: Path, forbidden: list[Path]) -> Any:
+def _judged(
+    plan: JailPlan, tmp: Path, forbidden: list[Path], seen: dict[str, Any] | None = None
+) -> Any:
+    """The jail's isolation outcome (its configuration, in ``seen`` where given)."""
     jail = _jail(plan, tmp, [sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         evidence = IsolationEvidence(configuration=jail.describe(forbidden), probe=jail.probe())
+        if seen is not None:
+            seen.update(evidence.configuration)
     finally:
         jail.close()
     (outcome,) = registry.judge(registry.ISOLATION, CheckContext(SPEC, isolation=evidence))
@@ -180,6 +202,24 @@ def test_the_probe_passes_an_honest_jail(tmp_path: Path) -> None:
     outcome = _judged(_plan(tmp_path), tmp_path, [heldout])
     assert outcome.result.status == "pass", outcome.result.details.get("problems")
     assert outcome.result.details["probe"]["interfaces"] == ["lo"]
+
+
+@pytest.mark.quiet("integrity.isolation")
+def test_the_probe_passes_an_honest_jail_of_the_unprivileged_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No pids cgroup: bwrap runs as the unprivileged host user, RLIMIT_NPROC holds it,
+    and the folders above the bound sources are as private after the jail as before."""
+    _no_cgroup(monkeypatch)
+    heldout = tmp_path / "heldout-prompts.jsonl"
+    heldout.write_text("{}\n")
+    before = tmp_path.stat().st_mode
+    seen: dict[str, Any] = {}
+    outcome = _judged(_plan(tmp_path), tmp_path, [heldout], seen)
+    assert outcome.result.status == "pass", outcome.result.details.get("problems")
+    jail = seen["jail"]
+    assert jail["host_uid"] == jail_user.UID and jail["pids"] == {"cgroup": None}
+    assert tmp_path.stat().st_mode == before
 
 
 @pytest.mark.fires("integrity.isolation")

@@ -3,14 +3,16 @@
 The tiny baseline entry, packaged as a participant without Docker would, is verified
 through the jail on the held-out set, with ``DOCKER_HOST`` pointing at no daemon at all:
 the jail needs none. One verification (about a minute on two shared cores) serves every
-assertion. A second one, through a jail weakened on purpose (``doubles.weak_jail``: its
-network left open, a key mounted), is never VERIFIED: the jail's probe fails it at
-``isolation``.
+assertion; it is made twice, in a pids cgroup and as the unprivileged host user a
+verifier that can make no cgroup runs bwrap as (``verifier.runners.jail_user``). A second
+one, through a jail weakened on purpose (``doubles.weak_jail``: its network left open, a
+key mounted), is never VERIFIED: the jail's probe fails it at ``isolation``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +24,23 @@ from podium.cli.app import main
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
 from verifier.pipeline import VerifyRequest, verify
+from verifier.runners import jail_cgroup
 
 pytestmark = [pytest.mark.slow, pytest.mark.jail]
 
 
-@pytest.fixture(scope="module")
-def verified(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+@pytest.fixture(scope="module", params=["cgroup", "unprivileged"])
+def verified(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("jail-verify")
     bundle = packaged(entry_source(tmp))
     key = tmp / "organizer.pem"
     with pytest.MonkeyPatch.context() as mp:
+        if request.param == "unprivileged":
+            if os.geteuid() != 0:
+                pytest.skip("the unprivileged fallback is the root verifier's")
+            mp.setattr(jail_cgroup, "make", lambda pids: None)
         mp.setenv("DOCKER_HOST", f"unix://{tmp}/no-docker-daemon.sock")
         with pytest.raises(SystemExit) as done:
             main(["keys", "generate", str(key)])

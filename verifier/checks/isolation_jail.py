@@ -71,7 +71,7 @@ def _files(plan: dict[str, Any], probe: dict[str, Any]) -> list[str]:
     allowed |= set(plan.get("devices") or []) | set(OWN_MOUNTS)
     for m in probe.get("mounts") or []:
         point = m.get("point") or ""
-        if _own_read_only(point, m.get("mode")):
+        if _own_read_only(point, m.get("mode")) or _submount(plan, point, m.get("mode")):
             continue
         if point not in allowed:
             problems.append(f"the jail has a mount the plan does not: {point}")
@@ -106,6 +106,17 @@ def _own_read_only(point: str, mode: str | None) -> bool:
     return (point.startswith("/dev/") and name in MINIMAL_DEV) or (
         point.startswith(("/proc/", "/sys/")) and mode == "ro"
     )
+
+
+def _submount(plan: dict[str, Any], point: str, mode: str | None) -> bool:
+    """A read-only mount strictly under a folder the plan binds read-only: the host's own
+    submount there (a GPU container's driver at ``/usr/local/nvidia``), which bwrap's
+    recursive bind brings along and makes read-only. It shows only what the host shows
+    under that folder; a writable one is not the plan's."""
+    if mode != "ro":
+        return False
+    binds = [b.get("point") or "" for b in plan.get("binds") or [] if b.get("mode") == "ro"]
+    return any(b != "/" and point.startswith(b.rstrip("/") + "/") for b in binds)
 
 
 def _device_names(plan: dict[str, Any]) -> set[str]:

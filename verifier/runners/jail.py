@@ -19,7 +19,9 @@ and inside the jail the engine has:
   verifier's processes are in another PID namespace; its environment is an allowlist;
 - no capabilities, ``no_new_privs``, limits on processes, file size and (on the CPU)
   address space, and death with its parent. The jail's user is the verifier's, mapped to
-  an unprivileged id in the jail's own user namespace, with no capability outside it.
+  an unprivileged id in the jail's own user namespace, with no capability outside it; where
+  no pids cgroup can be made, bwrap runs as the unprivileged host user
+  ``jail_user.UID``, so that ``RLIMIT_NPROC`` bounds the jail's processes.
 
 The jail's first program is ``verifier.runners.jail_init``: the verifier's own probe,
 run in the jail before the engine exists, which reports on a private pipe and then
@@ -36,6 +38,7 @@ import json
 import os
 import secrets
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -48,13 +51,14 @@ from podium.errors import EngineError
 from schemas.challenge import ChallengeSpec
 from verifier.evidence import IsolationEvidence
 from verifier.harness import netns
-from verifier.runners import jail_cgroup, jail_init
+from verifier.runners import jail_cgroup, jail_init, jail_user
 from verifier.runners.base import EngineHandle, RunnerInfo
 from verifier.runners.jail_plan import (
     BUNDLE,
     DEFAULT_PIDS,
     SCRATCH,
     JailPlan,
+    bwrap_path,
     jail_environment,
     jail_limits,
     plan_jail,
@@ -79,9 +83,13 @@ def host_address() -> str | None:
     return None
 
 
-def _preexec(limits: dict[str, int | None], parent: int, group: Path | None) -> Callable[[], None]:
-    """Run in the child before bwrap: die with the verifier, and the jail's limits, which
-    bwrap and everything under it inherit."""
+def _preexec(
+    limits: dict[str, int | None], parent: int, group: Path | None, *, unprivileged: bool
+) -> Callable[[], None]:
+    """Run in the child before bwrap: the jail's limits, which bwrap and everything under
+    it inherit; its pids cgroup, or (``unprivileged``) the host user ``jail_user.UID``,
+    whose processes ``RLIMIT_NPROC`` bounds; and death with the verifier (set last: a
+    change of user clears it)."""
     import ctypes
     import resource
     import signal
@@ -92,14 +100,16 @@ def _preexec(limits: dict[str, int | None], parent: int, group: Path | None) -> 
     names["core"] = resource.RLIMIT_CORE
 
     def preexec() -> None:
-        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:
-            os._exit(1)
         for name, value in limits.items():
             if value is not None:
                 resource.setrlimit(names[name], (value, value))
         if group is not None:
             jail_cgroup.enter(group)
+        if unprivileged:
+            jail_user.become()
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
 
     return preexec
 
@@ -209,7 +219,30 @@ class Jail:
         self.group: Path | None = None  # the jail's pids cgroup, where one can be made
 
     def open(self, *, limits: dict[str, int | None]) -> None:
+        """Make the jail: in a pids cgroup of its own, else as the unprivileged host user
+        ``jail_user.UID`` with ``RLIMIT_NPROC`` set (``verifier.runners.jail_user``)."""
         self.group = jail_cgroup.make(limits.get("nproc") or DEFAULT_PIDS)
+        unprivileged = self.group is None and os.geteuid() == 0
+        if unprivileged and (reason := jail_user.refused()) is not None:
+            raise EngineError(f"the jail has no process limit here: {reason}")
+        if unprivileged and (closed := jail_user.closed_devices(self.plan.devices)):
+            raise EngineError(
+                f"the jail's user {jail_user.UID} cannot open the GPU's device nodes: "
+                + ", ".join(closed),
+                hint="make them 0666 (`chmod 0666 /dev/nvidia*`), as the NVIDIA driver does "
+                "by default, or give the verifier a writable /sys/fs/cgroup",
+            )
+        saved: dict[str, int] = {}
+        if unprivileged:
+            staging = [s for s, d in self.plan.binds if d in (BUNDLE, "/model", "/drafter")]
+            sources = [shutil.which(bwrap_path()) or bwrap_path(), *(s for s, _ in self.plan.binds)]
+            saved = jail_user.grant(sources, staging)
+        try:
+            self._open(limits, unprivileged)
+        finally:
+            jail_user.revoke(saved)
+
+    def _open(self, limits: dict[str, int | None], unprivileged: bool) -> None:
         listener = socket.create_server(("", 0), backlog=8)  # the probe must not reach it
         port = listener.getsockname()[1]
         targets = [*OUTSIDE, f"127.0.0.1:{port}"]
@@ -221,6 +254,7 @@ class Jail:
             "targets": targets,
             "writes": self.plan.write_targets(),
             "scratch": SCRATCH,
+            "devices": self.plan.devices,
             "home": self.env["HOME"],
             "timeout_s": PROBE_TIMEOUT_S,
         }
@@ -236,7 +270,7 @@ class Jail:
                 cwd="/",
                 pass_fds=(info_w, report_w),
                 start_new_session=True,
-                preexec_fn=_preexec(limits, os.getpid(), self.group),
+                preexec_fn=_preexec(limits, os.getpid(), self.group, unprivileged=unprivileged),
             )
         os.close(info_w)
         os.close(report_w)
@@ -275,7 +309,8 @@ class Jail:
                     for n in ("user", "net", "pid", "mnt", "ipc")
                 },
                 "environment": sorted(self.env),
-                "host_uid": os.geteuid(),
+                # the jail's first process's user, as the kernel has it on this host
+                "host_uid": jail_user.host_uid(self.pid),
                 "pids": jail_cgroup.facts(self.group, self.pid),
                 "paths_seen": seen,
             }

@@ -11,7 +11,8 @@ report. It uses the standard library only: nothing of podium is visible in the j
 
 ``CONFIG`` (JSON): ``targets`` (``host:port`` addresses to try to connect to, among them
 a listener the runner holds outside the jail), ``writes`` (folders it tries to create a
-file in), ``scratch`` (the scratch's mount point), ``home`` (the engine's home, made in
+file in), ``scratch`` (the scratch's mount point), ``devices`` (the GPU's device nodes,
+each opened once: whether the jail's user can use them), ``home`` (the engine's home, made in
 the scratch) and ``timeout_s`` (each connection attempt's).
 """
 
@@ -86,6 +87,18 @@ def writes(folders: list[str]) -> dict[str, bool]:
     return out
 
 
+def devices(nodes: list[str]) -> dict[str, str]:
+    """Whether each device node (not a folder of them) opens for reading and writing."""
+    out = {}
+    for node in (n for n in nodes if not os.path.isdir(n)):
+        try:
+            os.close(os.open(node, os.O_RDWR))
+            out[node] = "opened"
+        except OSError as exc:
+            out[node] = f"{type(exc).__name__}: {exc.strerror}"
+    return out
+
+
 def mounts() -> list[dict[str, str]]:
     """Every mount the jail has: where, of what kind, and read-only or not."""
     found = []
@@ -135,6 +148,7 @@ def probe(config: dict[str, Any]) -> dict[str, Any]:
         "shm": {"point": "/dev/shm", "bytes": shm.f_blocks * shm.f_frsize},
         "mounts": mounts(),
         "dev": sorted(os.listdir("/dev")),
+        "devices": devices(config.get("devices") or []),
         **process(),
     }
 
