@@ -136,7 +136,8 @@ def verify_once(
         "reference_self_test": (self_test or {}).get("details"),
         "engine_attention": attention[-1] if attention else None,
         "runner": runner,
-        "signed": bool(report.get("signature")),
+        # the signature is on the report itself (the evidence beside it carries none)
+        "signed": bool(json.loads(report_path.read_text(encoding="utf-8")).get("signature")),
     }
     return {**result, "ok": run_ok(result, cap)}
 
