@@ -6,6 +6,7 @@ on the GPU variant of tiny in a process of its own, summarised in
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -53,7 +54,10 @@ def package_row(row: Row, spec: Path, where: Path) -> Path:
     src = make_source(row, where)
     toml = (src / "podium.toml").read_text(encoding="utf-8")
     toml = toml.replace('DEVICE = "cpu"', 'DEVICE = "cuda"')
-    env = {"ENGINE_CLASS": row.engine, **row.env}
+    corpus = row.env.get("CHEAT_CORPUS")
+    if corpus:  # the bundle carries what its engine knows: a sandbox shows it nothing else
+        shutil.copy(corpus, src / "engine" / "doubles" / "corpus.jsonl")
+    env = {"ENGINE_CLASS": row.engine, **{k: v for k, v in row.env.items() if k != "CHEAT_CORPUS"}}
     lines = "".join(f"{k} = {json.dumps(v)}\n" for k, v in env.items())
     toml = toml.replace("[engine.env]\n", "[engine.env]\n" + lines, 1)
     (src / "podium.toml").write_text(toml, encoding="utf-8")
