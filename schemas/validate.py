@@ -30,6 +30,7 @@ KINDS: dict[str, str] = {
     "head": "head.schema.json",
     "withdrawal": "withdrawal.schema.json",
     "key-rotation": "key-rotation.schema.json",
+    "roster": "roster.schema.json",
 }
 
 

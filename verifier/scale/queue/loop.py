@@ -29,7 +29,7 @@ from podium.errors import PodiumError
 from podium.signing import KeyPair
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.request import Claim, QueueRequest
-from verifier.scale.queue.stores.base import QueueStore
+from verifier.scale.queue.stores.base import WorkQueue
 
 if TYPE_CHECKING:
     from verifier.pipeline import Outcome
@@ -73,7 +73,7 @@ class ClaimLoop:
 
     def __init__(
         self,
-        queue: QueueStore,
+        queue: WorkQueue,
         *,
         who: str,
         lease_s: float,
@@ -154,7 +154,7 @@ class ClaimLoop:
 
 
 def conclude(
-    queue: QueueStore,
+    queue: WorkQueue,
     keeper: LeaseKeeper,
     rid: str,
     outcome: Outcome,
@@ -207,7 +207,7 @@ def conclude(
 
 
 def conclude_failed(
-    queue: QueueStore,
+    queue: WorkQueue,
     keeper: LeaseKeeper,
     rid: str,
     message: str,
