@@ -204,6 +204,11 @@ class Door:
             if req is None:
                 raise NotFound(f"no request {claim.request_id}")
             rq.finished(req, claim, result)  # raises LeaseLost when the claim is stale
+            if report is None and self.cfg.store is not None:
+                raise Refused(
+                    f"a conclusion of {claim.request_id} needs its signed report",
+                    hint="the door publishes every FINISHED request's row",
+                )
             new: QueueRequest
             if report is not None and self.cfg.store is not None and self.cfg.key is not None:
                 if report.get("submission", {}).get("bundle_sha256") != req.bundle_sha256:

@@ -55,9 +55,7 @@ class HubIdentity:
                 raise NotLoggedIn(
                     "the Hub does not accept this token (wrong or expired)", hint=LOGIN_HINT
                 ) from None
-            raise translate_hub_error(
-                exc, action="ask who holds a token", target="whoami"
-            ) from exc
+            raise translate_hub_error(exc, action="ask who holds a token", target="whoami") from exc
         name = info.get("name") if isinstance(info, dict) else None
         if not isinstance(name, str) or not name:
             raise HubError("the Hub's whoami named no user", where=self.endpoint)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hubserver import FakeHub, allow_hub_requests
@@ -137,3 +138,29 @@ def serving(door: Door) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A PostgreSQL cluster of the suite's own (Debian's ``postgresql`` package)."""
+    from bench.pgcluster import Cluster, binaries
+
+    bindir = binaries()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install 'podium[postgres]')")
+    cluster = Cluster(bindir).start()
+    try:
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Any, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database in the suite's cluster."""
+    name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[-50:].lower()
+    return str(pg_cluster.new_database(name))
