@@ -280,12 +280,14 @@ class DbQueue(QueueStore):
         return [float(r.at) for r in rows]
 
     def lock_team(self, conn: sa.Connection, team: str) -> None:
-        """Serialize one team's submissions (its quota is counted, then charged)."""
-        got = conn.execute(
-            sa.select(teams_t.c.name).where(teams_t.c.name == team).with_for_update()
-        ).first()
-        if got is None:
-            conn.execute(teams_t.insert().values(name=team))
+        """Serialize one team's submissions (its quota is counted, then charged): the
+        team's row, made if missing (by whichever submission comes first), locked."""
+        if self.engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as upsert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+        conn.execute(upsert(teams_t).values(name=team).on_conflict_do_nothing())
+        conn.execute(sa.select(teams_t.c.name).where(teams_t.c.name == team).with_for_update())
 
     def save_report(self, conn: sa.Connection, request_id: str, report: dict[str, Any]) -> None:
         conn.execute(reports_t.delete().where(reports_t.c.request_id == request_id))

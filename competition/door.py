@@ -27,7 +27,7 @@ from competition.errors import NotFound, NotLoggedIn, QuotaExceeded, Refused, Wr
 from competition.roster import Quota, Roster
 from competition.workers import WorkerTokens
 from podium.canonical import sha256_file
-from podium.errors import PodiumError
+from podium.errors import BundleError, PodiumError
 from podium.signing import KeyPair
 from podium.timestamps import iso_utc
 from schemas.challenge import ChallengeSpec
@@ -98,7 +98,12 @@ class Door:
                 f"the bundle is for challenge {named!r}; this server runs {spec.id!r}",
                 hint=f"package the entry for {spec.id} (podium submission package)",
             )
-        manifest = check_bundle(bundle, limits=spec.limits)  # BundleError names the finding
+        try:
+            manifest = check_bundle(bundle, limits=spec.limits)  # names the finding
+        except BundleError as exc:  # the server's scratch path means nothing to the sender
+            exc.message = exc.message.replace(str(bundle), "the bundle")
+            exc.where = None if exc.where == str(bundle) else exc.where
+            raise
         if manifest.team != who.team:
             raise Refused(
                 f"the bundle's manifest names team {manifest.team!r}, but {who.user} is on "
