@@ -18,6 +18,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -251,6 +252,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     workers = args.workers or (100 if args.db == "postgres" else 10)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the cluster is removed on the way
     cluster = None
     if args.db == "postgres":
         from bench.pgcluster import Cluster, binaries

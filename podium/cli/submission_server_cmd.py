@@ -25,6 +25,8 @@ def _client(server: str) -> Any:
     from competition.identity import LOGIN_HINT
     from podium.errors import UsageError
 
+    if not server:
+        raise UsageError("which competition? pass --server URL", hint="the organizer names it")
     token = hf_token()
     if not token:
         raise UsageError("no Hugging Face token: set HF_TOKEN or log in", hint=LOGIN_HINT)

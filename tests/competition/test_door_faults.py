@@ -133,3 +133,54 @@ def test_the_organizer_counts_retries_cancels_reverifies_and_gets_an_eta(
         assert refused.status_code == 401
         listed = admin.get("/v1/requests", state="CANCELLED")["requests"]
         assert [r["request_id"] for r in listed] == [b.request_id]
+
+
+def test_podium_server_listens_and_the_admin_commands_answer(
+    tmp_path: Path,
+    roster: Path,
+    hub: Any,
+    key_file: Path,
+    bundles: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The command itself: `podium server` prints where it listens; `podium competition`
+    reads it with the admin token."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    from podium.cli.app import main
+
+    cmd = [
+        sys.executable, "-c", "from podium.cli.app import main; main()", "server",
+        "--db", f"sqlite:///{tmp_path / 'c.db'}", "--roster", str(roster), "--challenge", "tiny",
+        "--store", str(tmp_path / "board"), "--key", str(key_file), "--port", "0",
+        "--admin-token", ADMIN, "--worker-token", WORKER, "--json",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert server.stdout is not None
+        url = json.loads(server.stdout.readline())["url"]
+        assert httpx2.get(f"{url}/healthz").json()["challenge"] == "tiny"
+        DoorClient(url, "tok-alice").submit(bundles["acme"])
+
+        def admin(*args: str) -> Any:
+            with pytest.raises(SystemExit) as done:
+                main(["competition", *args, "--server", url, "--admin-token", ADMIN, "--json"])
+            assert done.value.code in (0, None)
+            return json.loads(capsys.readouterr().out)
+
+        assert admin("counts")["counts"][rq.PENDING] == 1
+        (listed,) = admin("list", "--team", "acme")["requests"]
+        assert listed["submitted_by"] == "alice"
+        assert admin("cancel", listed["request_id"][:10])["request"]["state"] == rq.CANCELLED
+        assert admin("eta")["eta_s"] == 0
+        (token,) = admin("workers")["tokens"]
+        assert admin("revoke-worker", token["name"])["released"] == []
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
