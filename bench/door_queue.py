@@ -3,10 +3,14 @@ competition's queue under load, through ``podium server`` itself.
 
 A ``podium server`` process (the real command, uvicorn and all) on PostgreSQL (a
 throwaway cluster, ``bench.pgcluster``) or SQLite; a stand-in for the Hub's whoami; 50
-simulated participants each submitting their share of distinct bundles over HTTP while
-simulated workers claim over HTTP, fetch the bundle, "verify" for ``--verify-s`` and
-conclude. Measured: every claim's latency (p50, p99), claims and submissions a second,
-and the two rules: no request verified twice, none lost (every request FINISHED).
+simulated participants submitting distinct bundles over HTTP. First they fill the queue
+with ``--requests`` (no worker yet); then the simulated workers drain it, each claiming
+over HTTP, fetching the bundle, "verifying" for ``--verify-s`` and concluding, while the
+participants submit ``--extra`` more. Measured: every claim's latency (p50, p99, empty
+answers included), claims a second while draining, submissions a second (filling, and
+while draining), and the two rules: no request verified twice, none lost (every request
+submitted ends FINISHED). The clients run in one process beside the server, on the same
+cores.
 
 Writes ``bench/results/door_queue-<db>.json``.
 """
@@ -184,61 +188,83 @@ class Drain:
                 self.last_finish = time.perf_counter()
 
 
-def measure(db: str, workers: int, participants: int, requests: int, verify_s: float) -> dict:
+def _submit_all(drain: Drain, shares: dict[int, list[Path]]) -> float:
+    """Every participant submits their share at once; the seconds it took."""
+    started = time.perf_counter()
+    subs = [threading.Thread(target=drain.participant, args=(u, b)) for u, b in shares.items()]
+    for t in subs:
+        t.start()
+    for t in subs:
+        t.join()
+    return time.perf_counter() - started
+
+
+def _bundles(scratch: Path, participants: int, first: int, n: int) -> dict[int, list[Path]]:
+    base = (scratch / "base.tar.gz").read_bytes()
+    shares: dict[int, list[Path]] = {u: [] for u in range(participants)}
+    for i in range(first, first + n):
+        user = i % participants
+        path = scratch / f"b{i}.tar.gz"
+        path.write_bytes(variant(base, team_of(user), f"e{i}"))
+        shares[user].append(path)
+    return shares
+
+
+def measure(
+    db: str, workers: int, participants: int, requests: int, extra: int, verify_s: float
+) -> dict[str, Any]:
+    """Fill the queue with ``requests`` (participants submitting, no worker yet), then
+    drain it with ``workers`` while the participants submit ``extra`` more."""
     from competition.client import DoorClient
 
     with tempfile.TemporaryDirectory(prefix="bench-door-") as tmp, whoami() as hub:
         scratch = Path(tmp)
         (scratch / "roster.toml").write_text(roster(participants))
-        base = base_bundle(scratch).read_bytes()
-        shares: dict[int, list[Path]] = {u: [] for u in range(participants)}
-        for i in range(requests):
-            user = i % participants
-            path = scratch / f"b{i}.tar.gz"
-            path.write_bytes(variant(base, team_of(user), f"e{i}"))
-            shares[user].append(path)
-        proc, url = start_server(db, scratch / "roster.toml", hub, requests)
+        shutil.copyfile(base_bundle(scratch), scratch / "base.tar.gz")
+        fill = _bundles(scratch, participants, 0, requests)
+        more = _bundles(scratch, participants, requests, extra)
+        proc, url = start_server(db, scratch / "roster.toml", hub, requests + extra)
         try:
             drain = Drain(url, verify_s)
-            start = time.perf_counter()
-            subs = [
-                threading.Thread(target=drain.participant, args=(u, shares[u]))
-                for u in range(participants)
-            ]
+            fill_s = _submit_all(drain, fill)
+            filled = drain.submitted
             pool = [
                 threading.Thread(target=drain.worker, args=(n, scratch)) for n in range(workers)
             ]
-            for t in subs + pool:
+            start = time.perf_counter()
+            for t in pool:
                 t.start()
-            for t in subs:
-                t.join()
-            drain.submit_end = time.perf_counter()
+            during_s = _submit_all(drain, more)
             drain.submit_done.set()
             for t in pool:
                 t.join(timeout=1800)
+            drain_s = time.perf_counter() - start
             states = DoorClient(url, ADMIN).get("/v1/admin/counts")["counts"]
         finally:
             proc.terminate()
             proc.wait(timeout=30)
     lat = sorted(drain.claim_ms)
-    window = drain.last_finish - drain.first_claim
+    claims = sum(drain.verified.values())
     return {
         "db": db.split(":")[0],
         "workers": workers,
         "participants": participants,
         "requests": requests,
+        "extra": extra,
         "verify_s": verify_s,
         "submitted": drain.submitted,
         "errors": drain.errors[:20],
         "finished": states["FINISHED"],
         "verified_twice": sum(1 for c in drain.verified.values() if c > 1),
-        "lost": requests - states["FINISHED"],
-        "claims_per_s": round(len(drain.verified) / window, 1),
+        "lost": drain.submitted - states["FINISHED"],
+        "claims_per_s": round(claims / drain_s, 1),
         "claim_calls": len(lat),
         "claim_p50_ms": round(statistics.median(lat), 1),
         "claim_p99_ms": round(lat[int(0.99 * (len(lat) - 1))], 1),
-        "submissions_per_s": round(drain.submitted / (drain.submit_end - start), 1),
-        "drain_s": round(time.perf_counter() - start, 1),
+        "submissions_per_s_filling": round(filled / fill_s, 1),
+        "submissions_per_s_draining": round((drain.submitted - filled) / during_s, 1),
+        "fill_s": round(fill_s, 1),
+        "drain_s": round(drain_s, 1),
     }
 
 
@@ -247,7 +273,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--db", choices=["postgres", "sqlite"], default="postgres")
     ap.add_argument("--workers", type=int, default=None, help="default: 100 (pg), 10 (sqlite)")
     ap.add_argument("--participants", type=int, default=50)
-    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--requests", type=int, default=2000, help="in the queue before it drains")
+    ap.add_argument("--extra", type=int, default=500, help="submitted while it drains")
     ap.add_argument("--verify-s", type=float, default=0.05)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -260,12 +287,12 @@ def main(argv: list[str] | None = None) -> None:
         bindir = binaries()
         if bindir is None:
             raise SystemExit("PostgreSQL is not installed: apt-get install postgresql")
-        cluster = Cluster(bindir).start()
+        cluster = Cluster(bindir, durable=True).start()
         url = cluster.new_database("bench")
     else:
         url = f"sqlite:///{tempfile.mkdtemp(prefix='bench-sqlite-')}/door.db"
     try:
-        result = measure(url, workers, args.participants, args.requests, args.verify_s)
+        result = measure(url, workers, args.participants, args.requests, args.extra, args.verify_s)
     finally:
         if cluster is not None:
             cluster.remove()

@@ -40,8 +40,11 @@ def _free_port() -> int:
 
 
 class Cluster:
-    def __init__(self, bindir: Path):
+    def __init__(self, bindir: Path, *, durable: bool = False):
+        """``durable``: fsync and synchronous commits on, as a real deployment runs (the
+        tests turn them off: a throwaway cluster needs no durability)."""
         self.bindir = bindir
+        self.durable = durable
         self.root = Path(tempfile.mkdtemp(prefix="podium-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
@@ -59,10 +62,9 @@ class Cluster:
                 str(self.bindir / "initdb"),
                 "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
             )  # fmt: skip
-        opts = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-            "-c max_connections=300 -c fsync=off -c synchronous_commit=off"
-        )
+        opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=300"
+        if not self.durable:
+            opts += " -c fsync=off -c synchronous_commit=off"
         self._run(
             str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", opts,
             "-l", str(self.root / "log"), "-w", "start",

@@ -85,6 +85,9 @@ def engine_for(url: str) -> sa.Engine:
         def _connect(dbapi: Any, _record: Any) -> None:
             dbapi.isolation_level = None  # transactions are begun below, not by the driver
             dbapi.execute("PRAGMA journal_mode=WAL")
+            # in WAL mode: a commit survives the server's crash; an OS crash may lose the
+            # last commits (never half of one): 11 ms a commit here with FULL, under 1 ms
+            dbapi.execute("PRAGMA synchronous=NORMAL")
             dbapi.execute("PRAGMA busy_timeout=30000")
 
         @sa.event.listens_for(engine, "begin")
