@@ -12,7 +12,7 @@ while draining), and the two rules: no request verified twice, none lost (every 
 submitted ends FINISHED). The clients run in one process beside the server, on the same
 cores.
 
-Writes ``bench/results/door_queue-<db>.json``.
+Writes ``bench/results/door_queue-<db>[-<tag>].json``.
 """
 
 from __future__ import annotations
@@ -277,6 +277,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--extra", type=int, default=500, help="submitted while it drains")
     ap.add_argument("--verify-s", type=float, default=0.05)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--tag", default="", help="appended to the result's name")
     args = ap.parse_args(argv)
     workers = args.workers or (100 if args.db == "postgres" else 10)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the cluster is removed on the way
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
             cluster.remove()
     command = "python -m bench.door_queue " + " ".join(argv if argv is not None else sys.argv[1:])
     doc = {"machine": machine(), "command": command.strip(), **result}
-    name = f"door_queue-{args.db}"
+    name = f"door_queue-{args.db}" + (f"-{args.tag}" if args.tag else "")
     path = write_result(name, doc, args.out) if args.out else write_result(name, doc)
     print(json.dumps(doc, indent=2))
     print(f"wrote {path}", file=sys.stderr)

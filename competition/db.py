@@ -240,6 +240,20 @@ class DbQueue(QueueStore):
             raise StoreError(f"no stored bundle {sha256}", where=sha256)
         return bytes(found.data)
 
+    def with_bundle(self, request_id: str) -> tuple[QueueRequest, bytes]:
+        """A request and its bundle's bytes, read in one transaction."""
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(requests_t.c.doc).where(requests_t.c.request_id == request_id)
+            ).first()
+            if row is None:
+                raise UsageError(f"no request {request_id!r}", where=request_id)
+            req = _req(row.doc)
+            data = conn.execute(
+                sa.select(bundles_t.c.data).where(bundles_t.c.sha256 == req.bundle_sha256)
+            ).scalar_one()
+        return req, bytes(data)
+
     def _download_bundle(self, req: QueueRequest, dest: Path) -> Path:
         target = dest / f"{req.bundle_sha256}.tar.gz"
         target.write_bytes(self.bundle_bytes(req.bundle_sha256))

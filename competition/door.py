@@ -199,7 +199,9 @@ class Door:
         with self._seen_lock:
             return sum(1 for t in self.cfg.seen.values() if t > cut)
 
-    def finish(self, claim: Claim, result: dict[str, Any], report: dict[str, Any] | None) -> str:
+    def finish(
+        self, claim: Claim, result: dict[str, Any], report: dict[str, Any] | None
+    ) -> QueueRequest:
         """The fence and the publish, under the request's row lock: a stale claim (its
         lease ended, or it was taken over) is ``LeaseLost`` and nothing is published."""
         from leaderboard.publish import publish_reports
@@ -208,13 +210,12 @@ class Door:
             req = self.db._locked(conn, [claim.request_id]).get(claim.request_id)
             if req is None:
                 raise NotFound(f"no request {claim.request_id}")
-            rq.finished(req, claim, result)  # raises LeaseLost when the claim is stale
+            new = rq.finished(req, claim, result)  # LeaseLost when the claim is stale
             if report is None and self.cfg.store is not None:
                 raise Refused(
                     f"a conclusion of {claim.request_id} needs its signed report",
                     hint="the door publishes every FINISHED request's row",
                 )
-            new: QueueRequest
             if report is not None and self.cfg.store is not None and self.cfg.key is not None:
                 if report.get("submission", {}).get("bundle_sha256") != req.bundle_sha256:
                     raise Refused("the report is not of this request's bundle")
@@ -228,12 +229,10 @@ class Door:
                     ids = [r["record_id"] for r in done.records]
                     result = {**result, "published": True, "store": done.store, "record_ids": ids}
                     new = rq.finished(req, claim, result)
-            else:
-                new = rq.finished(req, claim, result)
             if report is not None:
                 self.db.save_report(conn, claim.request_id, report)
             self.db._write(conn, [new], set())
-        return new.state
+        return new
 
 
 def iso_utc_s(t: float) -> str:

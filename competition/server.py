@@ -191,8 +191,8 @@ async def work(request: Request) -> Response:
             return {"renewed": [claim_to_dict(c) for c in renewed], "lost": lost}
         claim = _own(name, claim_from_dict(body.get("claim") or {}))
         if action == "finish":
-            state = door.finish(claim, body.get("result") or {}, body.get("report"))
-            return {"request": door.db.get(claim.request_id).doc, "state": state}
+            done = door.finish(claim, body.get("result") or {}, body.get("report"))
+            return {"request": done.doc, "state": done.state}
         if action == "fail":
             req = door.db.fail(claim, str(body.get("message") or ""), body.get("result"))
             return {"request": req.doc}
@@ -208,10 +208,10 @@ async def bundle(request: Request) -> Response:
 
     def run() -> bytes:
         name = _worker(door, request)
-        req = door.db.get(request.path_params["rid"])
+        req, data = door.db.with_bundle(request.path_params["rid"])
         if not str((req.claim or {}).get("worker", "")).startswith(f"{name}/"):
             raise Refused("a worker fetches only the bundles of requests it holds")
-        return door.db.bundle_bytes(req.bundle_sha256)
+        return data
 
     data = await run_in_threadpool(run)
     return Response(data, media_type="application/gzip")
