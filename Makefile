@@ -16,7 +16,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.podium-installed
 ARTIFACTS := test-artifacts
 
-.PHONY: venv demo-venv docker browser lint lowest test demo bench gpu-wheels
+.PHONY: venv demo-venv docker browser postgres lint lowest test demo bench gpu-wheels
 
 venv: $(STAMP)
 
@@ -24,7 +24,7 @@ venv: $(STAMP)
 # the CPU build from the machine's wheel store rather than resolving a CUDA one.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev,engine,docker,data,sweep]' 'torch==2.13.0'
+	$(PY) -m pip install --quiet -e '.[dev,engine,docker,data,sweep,postgres]' 'torch==2.13.0'
 	touch $@
 
 docker:
@@ -35,6 +35,13 @@ browser:
 	command -v chromium >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		chromium chromium-driver fonts-dejavu-core; }
+
+# PostgreSQL for the competition server's tests (Debian's package; the suite starts and
+# stops a throwaway cluster itself, tests/competition/conftest.py).
+postgres:
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -79,7 +86,7 @@ lowest: $(LOWEST_STAMP)
 TEST_WORKERS ?= 2
 TEST_ENV := PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1
 
-test: venv docker browser lint lowest
+test: venv docker browser postgres lint lowest
 	mkdir -p $(ARTIFACTS)
 	$(TEST_ENV) $(VENV)/bin/pytest -m "not gpu and not serial" -n $(TEST_WORKERS) --dist loadfile \
 		-p no:cacheprovider --junitxml=$(ARTIFACTS)/junit.xml
