@@ -36,6 +36,7 @@ def open_door(
     quota_user: int | None = None,
     quota_team: int | None = None,
     hub_endpoint: str | None = None,
+    intake_processes: int = 0,
 ) -> Door:
     if not admin_token:
         raise UsageError("the server needs an admin token", hint="pass --admin-token T")
@@ -57,6 +58,7 @@ def open_door(
         admin_token=admin_token,
         key=key,
         store=the_store,
+        intake_processes=intake_processes,
     )
     door = Door(DbQueue(db), cfg, HubIdentity(hub_endpoint))
     for token in worker_tokens:

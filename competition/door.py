@@ -24,14 +24,14 @@ from typing import Any
 from competition import quota as quotas
 from competition.db import DbQueue, charges_t, now_s
 from competition.errors import NotFound, NotLoggedIn, QuotaExceeded, Refused, WrongChallenge
+from competition.intake import Intake
 from competition.roster import Quota, Roster
 from competition.workers import WorkerTokens
-from podium.canonical import sha256_file
-from podium.errors import BundleError, PodiumError
+from podium.errors import PodiumError
 from podium.signing import KeyPair
 from podium.timestamps import iso_utc
 from schemas.challenge import ChallengeSpec
-from submission.safe_bundle import check_bundle, manifest_challenge
+from submission.safe_bundle import BundleLimits, manifest_challenge
 from verifier.scale.queue import request as rq
 from verifier.scale.queue.request import Claim, QueueRequest
 
@@ -55,6 +55,7 @@ class DoorConfig:
     store: Any = None  # a leaderboard Store the door publishes workers' reports to
     lease_s: float = 900.0
     live_after_s: float = 120.0  # a worker heard from this recently counts as live
+    intake_processes: int = 0  # bundles read in this many processes (0: in the caller)
     seen: dict[str, float] = field(default_factory=dict)
 
 
@@ -62,6 +63,7 @@ class Door:
     def __init__(self, db: DbQueue, cfg: DoorConfig, identity: Any):
         self.db, self.cfg, self.identity = db, cfg, identity
         self.workers = WorkerTokens(db)
+        self.intake = Intake(cfg.intake_processes)
         self._seen_lock = threading.Lock()
 
     # -- who is asking ------------------------------------------------------------
@@ -98,27 +100,20 @@ class Door:
                 f"the bundle is for challenge {named!r}; this server runs {spec.id!r}",
                 hint=f"package the entry for {spec.id} (podium submission package)",
             )
-        try:
-            manifest = check_bundle(bundle, limits=spec.limits)  # names the finding
-        except BundleError as exc:  # the server's scratch path means nothing to the sender
-            exc.message = exc.message.replace(str(bundle), "the bundle")
-            exc.where = None if exc.where == str(bundle) else exc.where
-            raise
-        if manifest.team != who.team:
+        got = self.intake.read(bundle, BundleLimits.of(spec.limits))  # names the finding
+        if got.team != who.team:
             raise Refused(
-                f"the bundle's manifest names team {manifest.team!r}, but {who.user} is on "
+                f"the bundle's manifest names team {got.team!r}, but {who.user} is on "
                 f"team {who.team!r}",
                 hint=f"set team = {who.team!r} in the entry's podium.toml and package again",
             )
-        tps = manifest.reported.tps if manifest.reported is not None else None
-        sha = sha256_file(bundle)
         new = rq.new_request(
             challenge=spec.id,
             team=who.team,
-            entry=manifest.entry,
-            bundle_sha256=sha,
-            bundle_size=bundle.stat().st_size,
-            reported_tps=float(tps) if tps is not None else None,
+            entry=got.entry,
+            bundle_sha256=got.sha256,
+            bundle_size=got.size,
+            reported_tps=got.reported_tps,
             by=who.user,
         )
         with self.db.tx() as conn:
@@ -130,7 +125,7 @@ class Door:
                     self.db._write(conn, [again], set())
                 return again or old, False
             self._charge(conn, who)
-            self.db.put_bundle(conn, sha, bundle.read_bytes())
+            self.db.put_bundle(conn, got.sha256, bundle.read_bytes())
             self.db._write(conn, [new], {new.request_id})
             conn.execute(
                 charges_t.insert().values(

@@ -80,6 +80,9 @@ def server_cmd(
     quota_team: Annotated[
         int | None, typer.Option(help="Submissions per team per 24 h (default: roster, 20).")
     ] = None,
+    intake_processes: Annotated[
+        int, typer.Option(help="Processes that read submitted bundles (0: the server's own).")
+    ] = 2,
     json_out: JsonOpt = False,
 ) -> None:
     from competition.app import open_door, serve
@@ -96,6 +99,7 @@ def server_cmd(
         key=require_signing_key(key) if store else signing_key(key),
         quota_user=quota_user,
         quota_team=quota_team,
+        intake_processes=intake_processes,
     )
 
     def ready(url: str) -> None:

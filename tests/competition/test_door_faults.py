@@ -18,7 +18,7 @@ from competition.app import open_door
 from competition.client import DoorClient, ServerQueue
 from competition.door import Door, Participant
 from competition.errors import NotLoggedIn
-from podium.errors import UsageError
+from podium.errors import BundleError, UsageError
 from podium.signing import KeyPair
 from verifier.scale.queue import request as rq
 
@@ -166,7 +166,12 @@ def test_podium_server_listens_and_the_admin_commands_answer(
         assert server.stdout is not None
         url = json.loads(server.stdout.readline())["url"]
         assert httpx2.get(f"{url}/healthz").json()["challenge"] == "tiny"
-        DoorClient(url, "tok-alice").submit(bundles["acme"])
+        alice = DoorClient(url, "tok-alice")
+        alice.submit(bundles["acme"])  # read by the server's intake processes
+        with pytest.raises(BundleError) as refused:
+            alice.submit(bundles["truncated"])
+        assert refused.value.finding_id == "bundle.corrupt"
+        assert "podium-door-" not in str(refused.value)  # no server path
 
         def admin(*args: str) -> Any:
             with pytest.raises(SystemExit) as done:
