@@ -16,7 +16,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.podium-installed
 ARTIFACTS := test-artifacts
 
-.PHONY: venv demo-venv docker browser postgres lint lowest test demo bench gpu-wheels
+.PHONY: venv demo-venv docker browser lint lowest test demo bench gpu-wheels
 
 venv: $(STAMP)
 
@@ -35,13 +35,6 @@ browser:
 	command -v chromium >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		chromium chromium-driver fonts-dejavu-core; }
-
-# PostgreSQL for the competition server's tests (Debian's package; the suite starts and
-# stops a throwaway cluster itself, tests/competition/conftest.py).
-postgres:
-	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
-		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -79,19 +72,16 @@ lowest: $(LOWEST_STAMP)
 	$(LOWEST)/bin/python -m pytest -q -p no:cacheprovider -m "not docker and not slow and not browser and not gpu" \
 		$(LOWEST_TESTS)
 
-# Two parts: the suite file by file on TEST_WORKERS processes (pytest-xdist; a file stays on
-# one worker, so its module-scoped verifications are shared), then the tests marked
-# `serial`, which measure the machine's own timing and run with nothing beside them.
-# Each part fails on a failure and on "no tests ran".
+# scripts/test.sh: the Debian packages and the Docker engine, then the venv with the images
+# built beside it, then the suite file by file on TEST_WORKERS processes (pytest-xdist; a
+# file stays on one worker, so its module-scoped verifications are shared) with lint and the
+# lowest dependencies' tests beside it, then the tests marked `serial`, which measure the
+# machine's own timing and run with nothing beside them. Each step's time goes to
+# test-artifacts/steps.jsonl; each pytest pass fails on a failure and on "no tests ran".
 TEST_WORKERS ?= 2
-TEST_ENV := PODIUM_REQUIRE_DOCKER=1 PODIUM_REQUIRE_BROWSER=1
 
-test: venv docker browser postgres lint lowest
-	mkdir -p $(ARTIFACTS)
-	$(TEST_ENV) $(VENV)/bin/pytest -m "not gpu and not serial" -n $(TEST_WORKERS) --dist loadfile \
-		-p no:cacheprovider --junitxml=$(ARTIFACTS)/junit.xml
-	$(TEST_ENV) $(VENV)/bin/pytest -m "serial and not gpu" -p no:cacheprovider \
-		--junitxml=$(ARTIFACTS)/junit-serial.xml
+test:
+	MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) ARTIFACTS=$(ARTIFACTS) bash scripts/test.sh
 
 # scripts/demo.sh sets up what it runs itself (make demo-venv, the engine base image), one
 # line per step, so that the package managers' output stays in its log.
@@ -140,3 +130,5 @@ gpu-wheels: venv
 		--python-version 3.12 --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 \
 		--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
 		-d $(GPU_WHEELS) $(GPU_WHEEL_LIST)
+	# the jail runner's bubblewrap, for a GPU host that lacks it (bench/gpu.sh unpacks it)
+	rm -rf .whl/deb && mkdir -p .whl/deb && cd .whl/deb && apt-get download bubblewrap

@@ -102,6 +102,23 @@ PARTS: dict[str, Part] = {
             argv=lambda out, quick: ["--out", str(out)] + (["--pairs", "1"] if quick else []),
         ),
         Part(
+            "jail_cost",
+            "jail_cost",
+            "bubblewrap, and Docker with the local images (the side by side with local-docker)",
+            docker_missing,
+            argv=lambda out, quick: (
+                ["--out", str(out)]
+                + (["--pairs", "1", "--starts", "3", "--trials", "2"] if quick else [])
+            ),
+        ),
+        Part(
+            "install_cost",
+            "install_cost",
+            "uv and a few minutes (one fresh venv per role, installed cold)",
+            explicit=True,
+            argv=lambda out, quick: ["--out", str(out)] + (["--roles", "core"] if quick else []),
+        ),
+        Part(
             "suite_cost",
             "suite_cost",
             "root, git and about half an hour (a fresh clone's .ci/run: the whole suite)",

@@ -61,15 +61,17 @@ BOUND_ROWS: tuple[tuple[str, str, str | None, str], ...] = (
     (
         "`integrity.same-path`, own-top fraction",
         "≥ `min_fraction`; less `large_share_factor · B` only with a KV-cache change "
-        "**seen in effect**",
+        "**podium made true**",
         "fraction",
-        'spec; "in effect" is vLLM\'s own parsed arguments '
-        "(`verifier.harness.engine_runtime.levers_in_effect`), never the declaration",
+        'spec; "made true" is the verifier\'s own evidence: the pinned vLLM image it rebuilt, '
+        "podium's launcher byte for byte, the knob in that launcher's command line "
+        "(`verifier.checks.vllm_image.confirmed_levers`); never the declaration, the "
+        "engine's log, `/version` or `/metrics`",
     ),
     (
         "self-gap",
-        "≤ `max_mean_self_gap_nats`; plus `self_gap_factor · B` only with a KV cache seen "
-        "in effect",
+        "≤ `max_mean_self_gap_nats`; plus `self_gap_factor · B` only with a KV cache podium "
+        "made true",
         "self_gap",
         "as above",
     ),

@@ -128,14 +128,17 @@ def run_cell(
     trials: int,
     trial_s: float,
     client_cls: type[EngineClient] = EngineClient,
+    stats_url: str | None = None,
 ) -> dict[str, Any]:
     """``trials`` timed trials of one cell through ``client_cls`` (the harness's own client
-    unless a benchmark compares others), judged against the engine's clock."""
+    unless a benchmark compares others), judged against the engine's clock (its log read
+    at ``stats_url``, ``url`` unless the harness reaches the engine by another name)."""
     per_trial = requests_per_trial(rate, concurrency, trial_s)
     spec = workload(concurrency, per_trial, trials)
-    httpx.get(url + "/stats?reset=1", trust_env=False).raise_for_status()
+    stats_url = stats_url or url
+    httpx.get(stats_url + "/stats?reset=1", trust_env=False).raise_for_status()
     result = asyncio.run(_measure(url, spec, client_cls))
-    log = engine_log(url, spec.tps.warmup_requests + trials * per_trial)
+    log = engine_log(stats_url, spec.tps.warmup_requests + trials * per_trial)
     engine = engine_side(log, spec.tps.warmup_requests, per_trial)
     nominal = rate * concurrency if rate > 0 else None
     rows = []

@@ -11,6 +11,9 @@
 # commit (a copy without .git), set PODIUM_GIT_SHA and PODIUM_GIT_CLEAN=1|0.
 #
 #     bash bench/gpu.sh -k verifications     # the whole verifications alone (~20 min)
+#     bash bench/gpu.sh -k jail              # the jail runner: a GPU jail's probe and CUDA
+#                                            # in it, then honest rows VERIFIED and signed
+#                                            # and cheats REJECTED through it
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PYTHON:-python3}
@@ -30,6 +33,15 @@ if ((${#missing[@]})); then
         .whl/gpu-py312/*.whl
     export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 fi
+# The jail runner's bubblewrap: Debian's .deb carried in .whl/deb (`make gpu-wheels`),
+# unpacked into a folder of its own where the machine has no bwrap.
+if ! command -v bwrap >/dev/null && [[ -z "${PODIUM_BWRAP:-}" ]]; then
+    debs=(.whl/deb/bubblewrap_*.deb)
+    if [[ -f "${debs[0]}" ]]; then
+        dpkg -x "${debs[0]}" /tmp/podium-bwrap
+        export PODIUM_BWRAP=/tmp/podium-bwrap/usr/bin/bwrap
+    fi
+fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 exec "$PY" -m pytest -m gpu -p no:cacheprovider tests/bench/test_gpu_runs.py \
-    tests/calibration/test_gpu_verifications.py "$@"
+    tests/calibration/test_gpu_verifications.py tests/verifier/test_jail.py "$@"

@@ -18,8 +18,12 @@ Rows: podium's baseline engine with lossy knobs the rules allow (sliding windows
 and int4 weights, bfloat16); real vLLM (``examples/tiny-vllm`` in the Docker sandbox,
 ``podium/vllm-cpu``) with a window and with the KV-cache, dtype and quantisation options
 the rules allow, each either served and judged, or refused by vLLM's CPU build at start
-(the row says with what error); and every cheating engine of ``tests/doubles`` that
-cheats about work. ``Crash``, ``Hang`` and ``Escape`` are
+(the row says with what error); the closest honest stand-in for an fp8 KV cache on
+podium's engine (keys and values rounded to fp8 on every path, the knob declared, which
+podium cannot confirm: judged against the plain budget); the forged vLLM entry
+(``ForgedVllm``: ``kind = "vllm"`` on the baseline engine, vLLM's argument line printed,
+REJECTED at intake by ``engine.not-vllm``); and every cheating engine of ``tests/doubles``
+that cheats about work. ``Crash``, ``Hang`` and ``Escape`` are
 left out: they test robustness and isolation (FAILED by design, or contained by the
 sandbox, which a process runner is not), not the judgement of work.
 

@@ -1,7 +1,7 @@
 """One GPU calibration run: the row's bundle packaged as a participant without Docker
-packages it, then ``podium verify BUNDLE --runner process`` on the GPU variant of tiny in a
-process of its own, summarised in ``calibration.summary``'s row format and judged
-(``run_ok``)."""
+packages it, then ``podium verify BUNDLE --runner process`` (or ``--runner jail --key K``)
+on the GPU variant of tiny in a process of its own, summarised in
+``calibration.summary``'s row format and judged (``run_ok``)."""
 
 from __future__ import annotations
 
@@ -80,16 +80,21 @@ def package_row(row: Row, spec: Path, where: Path) -> Path:
     return bundles[0]
 
 
-def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
-    """One ``podium verify --runner process`` of the row; its summary and its stages."""
+def verify_once(
+    row: Row, run: int, spec: Path, where: Path, *, runner: str = "process", key: Path | None = None
+) -> dict[str, Any]:
+    """One ``podium verify --runner RUNNER`` of the row (``jail``: signed with ``key``, on
+    the held-out set); its summary and its stages."""
     bundle = package_row(row, spec, where)
     out = where / "out"
     t0 = time.perf_counter()
+    signing = ["--key", str(key)] if key is not None else []
     done = _podium(
         "verify",
         str(bundle),
         "--runner",
-        "process",
+        runner,
+        *signing,
         "--challenge",
         str(spec),
         "-o",
@@ -130,6 +135,8 @@ def verify_once(row: Row, run: int, spec: Path, where: Path) -> dict[str, Any]:
         "failing_checks": failing,
         "reference_self_test": (self_test or {}).get("details"),
         "engine_attention": attention[-1] if attention else None,
+        "runner": runner,
+        "signed": bool(report.get("signature")),
     }
     return {**result, "ok": run_ok(result, cap)}
 
@@ -144,6 +151,11 @@ def run_ok(result: dict[str, Any], cap: float) -> bool:
     failing = [f["id"] for f in result.get("failing_checks") or []]
     if result["kind"] == "cheat" and not (result.get("replays") and result.get("no_repeat")):
         return bool(result["verdict"] == "REJECTED")
+    if result.get("runner") == "jail" and result["kind"] == "honest":
+        # a sandbox on the spec's GPU: an honest entry within the cap is VERIFIED and signed
+        within = result.get("ppl") is None or result["ppl"] <= cap
+        if within:
+            return result["verdict"] == "VERIFIED" and bool(result.get("signed")) and not failing
     if result.get("ppl") is not None and result["ppl"] > cap:
         return result["verdict"] == "REJECTED" and failing == ["ppl.cap"]
     if (result.get("decode_ratio") or 0.0) > float(tiny_spec()["quality"]["max_ratio"]):

@@ -6,6 +6,7 @@
     python -m calibration.gpu_verify --merge A.json B.json --note "..."   # results of several calls
     python -m calibration.gpu_verify --jobs 3                 # three verifications at a time
     python -m calibration.gpu_verify --table                  # the docs' regions from the results
+    python -m calibration.gpu_verify --runner jail            # through the jail, signed
 
 Each row is ``examples/tiny-baseline`` with the row's knobs in ``[engine.config]``
 (``DEVICE = "cuda"`` always) and its environment in ``[engine.env]`` (``ENGINE_CLASS``
@@ -35,6 +36,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +51,10 @@ from calibration.gpu_run import gpu_spec, run_ok, tiny_cap, verify_once
 from calibration.rows import DECODE_RATIO, Row, corpus_rows, doubles, margin_rows
 
 RESULT = "gpu_verify.json"
+#: the runs through the jail runner (``--runner jail``): signed, on the held-out set
+JAIL_RESULT = "gpu_verify_jail.json"
+#: the honest rows run through the jail (the cheats all are)
+JAIL_HONEST = ("fp32", "bf16", "W=16")
 RESULTS = RESULTS_DIR / RESULT
 #: the results file as the docs' regions name it (``bench.docs``)
 SOURCE = "calibration/results/" + RESULT
@@ -188,6 +194,13 @@ def _parser() -> argparse.ArgumentParser:
         help="number the runs from here (a third run of a row measured twice before is "
         "--runs 1 --first-run 3)",
     )
+    parser.add_argument(
+        "--runner",
+        choices=("process", "jail"),
+        default="process",
+        help="jail: the honest rows fp32, bf16, W=16 and every cheat through the jail runner, "
+        "signed with a key made for the run; results in gpu_verify_jail.json",
+    )
     parser.add_argument("--append", action="store_true", help="keep the runs already in --out")
     parser.add_argument("--merge", type=Path, nargs="+", help="gather these result files")
     parser.add_argument("--note", default="", help="what --merge's results were run on")
@@ -210,13 +223,33 @@ def _plan(args: argparse.Namespace, chosen: list[Row]) -> list[tuple[Row, int]]:
     ]
 
 
-def _one(item: tuple[Row, int], spec: Path, work: Path) -> dict[str, Any]:
-    """One run of a row in a folder of its own under ``work``; an exception is a result."""
+def jail_rows() -> list[Row]:
+    """What ``--runner jail`` runs: three honest rows and every cheat."""
+    return [r for r in _honest_rows() if r.name in JAIL_HONEST] + _cheat_rows()
+
+
+def _key(work: Path) -> Path:
+    """A signing key made for this call (``podium keys generate``)."""
+    key = work / "organizer.pem"
+    subprocess.run(
+        [sys.executable, "-m", "podium.cli.app", "keys", "generate", str(key)],
+        check=True,
+        capture_output=True,
+    )
+    return key
+
+
+def _one(item: tuple[Row, int], spec: Path, work: Path, key: Path | None = None) -> dict[str, Any]:
+    """One run of a row in a folder of its own under ``work``; an exception is a result.
+    With ``key``, the run is through the jail runner, signed."""
     row, run = item
     where = work / f"{row.name.replace(' ', '_').replace('/', '-')}-{run}"
     where.mkdir()
     try:
-        result = verify_once(row, run, spec, where)
+        if key is None:
+            result = verify_once(row, run, spec, where)
+        else:
+            result = verify_once(row, run, spec, where, runner="jail", key=key)
     except Exception as exc:  # a row that could not even run is a result too
         result = {
             "name": row.name,
@@ -235,8 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.merge:
         merged = merge([json.loads(p.read_text(encoding="utf-8")) for p in args.merge], args.note)
-        RESULTS.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
-        print(f"{len(merged['runs'])} runs from {len(args.merge)} files -> {RESULTS}")
+        target = RESULTS_DIR / JAIL_RESULT if args.runner == "jail" else RESULTS
+        target.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+        print(f"{len(merged['runs'])} runs from {len(args.merge)} files -> {target}")
         return 0
     if args.table:
         from bench import docs
@@ -244,16 +278,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         changed = docs.write(only=docs.reading(SOURCE))
         print(f"rewrote {len(changed)} region(s) from {SOURCE}")
         return 0
-    listed = margin_rows() if args.margins else rows()
+    listed = margin_rows() if args.margins else jail_rows() if args.runner == "jail" else rows()
     chosen = [r for r in listed if not args.only or r.name in args.only.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="podium-gpu-verify-"))
     spec = gpu_spec(work)
+    key = _key(work) if args.runner == "jail" else None
+    name = JAIL_RESULT if args.runner == "jail" else RESULT
     plan = _plan(args, chosen)
     results: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
-    if args.append and (args.out / RESULT).is_file():
-        kept = json.loads((args.out / RESULT).read_text(encoding="utf-8"))["runs"]
+    if args.append and (args.out / name).is_file():
+        kept = json.loads((args.out / name).read_text(encoding="utf-8"))["runs"]
     started = time.perf_counter()
 
     def save() -> None:
@@ -263,17 +299,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             "wall_s": round(time.perf_counter() - started, 1),
             "runs": _gather(kept, results),
         }
-        (args.out / RESULT).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        (args.out / name).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for result in pool.map(lambda item: _one(item, spec, work), plan):
+        for result in pool.map(lambda item: _one(item, spec, work, key), plan):
             results.append(result)
             save()
     again = [r for r in results if _busy(r)]
     for result in again:  # made unclean by a neighbour: alone now
         row = next(r for r in chosen if r.name == result["name"])
         results.remove(result)
-        results.append(_one((row, result["run"]), spec, work))
+        results.append(_one((row, result["run"]), spec, work, key))
         save()
     bad = [r for r in results if not r["ok"]]
     print(

@@ -33,6 +33,8 @@ def make_source(row: Row, where: Path) -> Path:
     if not row.vllm:
         doubles.carry(src / "engine")
     toml = (src / "podium.toml").read_text(encoding="utf-8")
+    if row.engine_kind is not None:
+        toml = toml.replace('kind = "baseline"', f'kind = "{row.engine_kind}"', 1)
     config = dict(row.config)
     if "DTYPE" in config:
         toml = toml.replace('DTYPE = "float32"\n', "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from competition.errors import (
 )
 from competition.wire import claim_from_dict, claim_to_dict
 from podium.errors import BundleError, HubError, PodiumError, StoreError, UsageError
+from verifier.scale.queue import request as rq
 from verifier.scale.queue.request import Claim, LeaseLost, QueueRequest
 
 BY_STATUS: dict[int, type[PodiumError]] = {
@@ -146,17 +148,25 @@ class ServerQueue:
             return [], [c.request_id for c in claims]
         return [claim_from_dict(c) for c in got["renewed"]], list(got["lost"])
 
-    def finish(self, claim: Claim, result: dict[str, Any]) -> QueueRequest:
+    def finish(
+        self, claim: Claim, result: dict[str, Any], at: datetime | None = None
+    ) -> QueueRequest:
         report_path = (result.get("logs") or {}).get("report")
         report = json.loads(Path(report_path).read_text()) if report_path else None
         body = {"claim": self._claim_doc(claim), "result": result, "report": report}
+        body["at"] = rq.iso(at) if at is not None else None
         got = self.client.post("/v1/worker/finish", {**body, "worker": self.worker})
         return QueueRequest.parse(got["request"])
 
     def fail(
-        self, claim: Claim, message: str, result: dict[str, Any] | None = None
+        self,
+        claim: Claim,
+        message: str,
+        result: dict[str, Any] | None = None,
+        at: datetime | None = None,
     ) -> QueueRequest:
         body = {"claim": self._claim_doc(claim), "message": message, "result": result}
+        body["at"] = rq.iso(at) if at is not None else None
         got = self.client.post("/v1/worker/fail", {**body, "worker": self.worker})
         return QueueRequest.parse(got["request"])
 

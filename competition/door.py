@@ -18,6 +18,7 @@ import hmac
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +196,11 @@ class Door:
             return sum(1 for t in self.cfg.seen.values() if t > cut)
 
     def finish(
-        self, claim: Claim, result: dict[str, Any], report: dict[str, Any] | None
+        self,
+        claim: Claim,
+        result: dict[str, Any],
+        report: dict[str, Any] | None,
+        at: datetime | None = None,
     ) -> QueueRequest:
         """The fence and the publish, under the request's row lock: a stale claim (its
         lease ended, or it was taken over) is ``LeaseLost`` and nothing is published."""
@@ -205,7 +210,7 @@ class Door:
             req = self.db._locked(conn, [claim.request_id]).get(claim.request_id)
             if req is None:
                 raise NotFound(f"no request {claim.request_id}")
-            new = rq.finished(req, claim, result)  # LeaseLost when the claim is stale
+            new = rq.finished(req, claim, result, at)  # LeaseLost when the claim is stale
             if report is None and self.cfg.store is not None:
                 raise Refused(
                     f"a conclusion of {claim.request_id} needs its signed report",
@@ -219,11 +224,11 @@ class Door:
                     done = publish_reports([report], self.cfg.store, self.cfg.key, submitter=who)
                 except PodiumError as exc:
                     msg = f"verified ({result.get('verdict')}) but not published: {exc}"
-                    new = rq.failed(req, claim, msg, result)
+                    new = rq.failed(req, claim, msg, result, at)
                 else:
                     ids = [r["record_id"] for r in done.records]
                     result = {**result, "published": True, "store": done.store, "record_ids": ids}
-                    new = rq.finished(req, claim, result)
+                    new = rq.finished(req, claim, result, at)
             if report is not None:
                 self.db.save_report(conn, claim.request_id, report)
             self.db._write(conn, [new], set())

@@ -35,7 +35,7 @@ from competition.errors import NotFound, QuotaExceeded, Refused, status_of
 from competition.wire import claim_from_dict, claim_to_dict
 from podium.errors import BundleError, PodiumError, UsageError
 from schemas.check_ids import BUNDLE_TOO_LARGE
-from verifier.scale.queue.request import Claim
+from verifier.scale.queue.request import Claim, parse_time
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -97,6 +97,15 @@ async def _receive_bundle(request: Request, limit: int, into: Path) -> Path:
     if size == 0:
         raise UsageError("no bundle in the request body", hint="podium submission submit BUNDLE")
     return path
+
+
+def _at(body: dict[str, Any]) -> datetime | None:
+    """The time a worker's conclusion says (a publication hold's grid point), if any."""
+    at = body.get("at")
+    try:
+        return parse_time(at) if isinstance(at, str) else None
+    except ValueError:
+        raise UsageError(f"not a time: {at!r}") from None
 
 
 def _door(request: Request) -> Door:
@@ -191,10 +200,10 @@ async def work(request: Request) -> Response:
             return {"renewed": [claim_to_dict(c) for c in renewed], "lost": lost}
         claim = _own(name, claim_from_dict(body.get("claim") or {}))
         if action == "finish":
-            done = door.finish(claim, body.get("result") or {}, body.get("report"))
+            done = door.finish(claim, body.get("result") or {}, body.get("report"), _at(body))
             return {"request": done.doc, "state": done.state}
         if action == "fail":
-            req = door.db.fail(claim, str(body.get("message") or ""), body.get("result"))
+            req = door.db.fail(claim, str(body.get("message") or ""), body.get("result"), _at(body))
             return {"request": req.doc}
         if action == "release":
             return {"request": door.db.release(claim, str(body.get("note") or "")).doc}

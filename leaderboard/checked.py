@@ -1,12 +1,15 @@
 """A store checked as a whole: its rows (``leaderboard.verify``) and its set
 (``leaderboard.setcheck``), from one snapshot. Every view starts here.
 
-Order: the key rotations in the store that a trusted key signed extend the viewer's
+Order: the key rotations in the store, and those the viewer remembers (``leaderboard.seen``:
+a writer who deletes one does not undo it), that a trusted key signed extend the viewer's
 ``Trust``; the head is checked against it (signature, rollback against the viewer's
 memory, freshness); the files are compared with the head's leaves; rows are checked
 (rows the sound head lists as they are cost no signature check of their own); rows a
-signed withdrawal names are set apart; a sound head that is neither older than nor a
-rewrite of the one remembered becomes the one remembered.
+signed withdrawal names (in the store or remembered) are set apart; only the bundles the
+sound head lists are linked (their bytes are checked when a view hands one out); the
+rotations and withdrawals that counted are remembered, and a sound head that is neither
+older than nor a rewrite of the one remembered becomes the one remembered.
 
 What it trusts: the viewer's ``Trust`` and memory of heads; whatever else is in the
 store only through a signature of a trusted key.
@@ -18,9 +21,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from leaderboard.log import HEAD_PATH, now_stamp
+from leaderboard.log import HEAD_PATH, Head, now_stamp
 from leaderboard.seen import SeenHeads
-from leaderboard.setcheck import SetProblem, check_head, compare_set
+from leaderboard.setcheck import SetProblem, check_head, compare_bundles, compare_set
 from leaderboard.specs import head_max_age_days
 from leaderboard.stores.base import (
     ROTATIONS_DIR,
@@ -29,7 +32,7 @@ from leaderboard.stores.base import (
     Store,
     gc_paused,
 )
-from leaderboard.trust import Trust, with_rotations
+from leaderboard.trust import Trust, rotate_all
 from leaderboard.verify import RowChecker, StoreCheck, Withdrawn
 from podium.errors import SignatureError
 from podium.signing import verify_document
@@ -115,7 +118,10 @@ def _check_snapshot(
         _sources(out, snap)
         return out
     rotations, withdrawals, problems = _documents(snap)
-    trust, refused = with_rotations(base, rotations)
+    if seen is not None:  # a rotation or withdrawal a writer deleted still counts
+        rotations, withdrawals, late = _with_memory(seen, identity, rotations, withdrawals)
+        problems += late
+    trust, refused, applied = rotate_all(base, rotations)
     problems += [SetProblem("bad-document", why, ROTATIONS_DIR) for why in refused]
     held = {item.path.split("/")[1] for item in snap.records if item.path.count("/") == 2}
     state = check_head(
@@ -130,8 +136,11 @@ def _check_snapshot(
     problems = [*state.problems, *problems]
     vouched: set[str] = set()
     unlisted: set[str] = set()
+    bundles: dict[str, str] = {}
     if state.sound:
         found, vouched, unlisted = compare_set(state, [*snap.records, *snap.documents])
+        problems += found
+        found, bundles = compare_bundles(state, snap.bundles)
         problems += found
     row_checker = checker if trust == base else RowChecker(trust)
     out = row_checker.check(
@@ -142,6 +151,73 @@ def _check_snapshot(
         unlisted=unlisted,
     )
     out.trust = trust
+    problems += _unlisted_problems(out, unlisted, state.head)
+    found, counted = _withdraw(out, withdrawals, trust, {item.path for item in snap.documents})
+    problems += found
+    out.set_problems = problems
+    out.set_warnings = list(state.warnings)
+    _sources(out, snap)
+    out.bundles = bundles
+    if state.head is not None and state.sound:
+        out.head = state.head.summary()
+    if seen is not None:
+        seen.remember(
+            identity,
+            out.head if state.remember else None,
+            now_stamp(now),
+            rotations=applied,
+            withdrawals=counted,
+        )
+    return out
+
+
+def _sig(doc: dict[str, Any]) -> str:
+    sig = doc.get("signature")
+    return str(sig.get("value")) if isinstance(sig, dict) else ""
+
+
+def _with_memory(
+    seen: SeenHeads,
+    identity: str,
+    rotations: list[dict[str, Any]],
+    withdrawals: list[tuple[str, dict[str, Any]]],
+) -> tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]], list[SetProblem]]:
+    """The store's rotations and withdrawals with those the viewer remembers beside them,
+    and the problems of new rotations signed by a key the viewer saw revoked (a leaked key
+    backdating a rotation to before its revocation: refused, never applied)."""
+    known = seen.rotations(identity)
+    have = {_sig(d) for d in known}
+    revoked = {str(d.get("key_id")): str(d.get("at")) for d in known if d.get("revoked") is True}
+    problems: list[SetProblem] = []
+    fresh = []
+    for doc in rotations:
+        kid = str(doc.get("key_id"))
+        if _sig(doc) in have:
+            continue
+        if kid in revoked:
+            problems.append(
+                SetProblem(
+                    "bad-document",
+                    f"a key rotation signed by key {kid}, which this viewer saw revoked on "
+                    f"{revoked[kid]}, appeared after the revocation: it is not trusted, "
+                    "whatever its date",
+                    ROTATIONS_DIR,
+                )
+            )
+            continue
+        fresh.append(doc)
+    here = {path for path, _ in withdrawals}
+    remembered = [
+        (p, d)
+        for p, d in seen.withdrawals(identity)
+        if p not in here and not validation_errors("withdrawal", d)
+    ]
+    return [*known, *fresh], [*withdrawals, *remembered], problems
+
+
+def _unlisted_problems(out: StoreCheck, unlisted: set[str], head: Head | None) -> list[SetProblem]:
+    """A problem for each file of ``unlisted`` (rows by team and entry where readable)."""
+    problems = []
     for bad in out.bad:
         if bad.path in unlisted:
             who = f"{bad.team or '?'}/{bad.entry or '?'}"
@@ -149,7 +225,7 @@ def _check_snapshot(
                 SetProblem(
                     "unlisted",
                     f"row {who} ({bad.path}) is in the store but not in the signed head "
-                    f"v{state.head.version if state.head else 0}: added without the "
+                    f"v{head.version if head else 0}: added without the "
                     "organizer's key; not counted",
                     bad.path,
                     bad.team,
@@ -160,12 +236,26 @@ def _check_snapshot(
         problems.append(
             SetProblem("unlisted", f"{path} is in the store but not in the signed head", path)
         )
+    return problems
+
+
+def _withdraw(
+    out: StoreCheck,
+    withdrawals: list[tuple[str, dict[str, Any]]],
+    trust: Trust,
+    stored: set[str],
+) -> tuple[list[SetProblem], list[tuple[str, dict[str, Any]]]]:
+    """Set apart the rows of ``out`` that a withdrawal which counts names: (the problems of
+    those in the store, ``stored``, that do not count; those that count)."""
+    problems: list[SetProblem] = []
     gone: dict[str, dict[str, Any]] = {}
+    counted: list[tuple[str, dict[str, Any]]] = []
     for path, doc in withdrawals:
         problem = _withdrawal_problem(path, doc, trust)
         if problem is None:
             gone.setdefault(str(doc["record_id"]), doc)
-        else:
+            counted.append((path, doc))
+        elif path in stored:  # a remembered one that no longer counts is not the store's
             problems.append(problem)
     if gone:
         out.withdrawn = [
@@ -174,13 +264,7 @@ def _check_snapshot(
             if str(g.record.get("record_id")) in gone
         ]
         out.good = [g for g in out.good if str(g.record.get("record_id")) not in gone]
-    out.set_problems = problems
-    _sources(out, snap)
-    if state.head is not None and state.sound:
-        out.head = state.head.summary()
-        if state.remember and seen is not None:
-            seen.remember(identity, out.head, now_stamp(now))
-    return out
+    return problems, counted
 
 
 def check_store(

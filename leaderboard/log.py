@@ -175,7 +175,7 @@ def parse_head(data: bytes) -> Head:
 
 
 _LEAF_KEYS = frozenset({"path", "sha256", "team", "entry"})
-_LEAF_PATH = re.compile(r"^(records|withdrawals|keys/rotations)/")
+_LEAF_PATH = re.compile(r"^(records|withdrawals|keys/rotations|bundles)/")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -184,7 +184,7 @@ def _leaf_problem(leaf: Any) -> str | None:
     if not isinstance(leaf, dict):
         return "not an object"
     if not isinstance(leaf.get("path"), str) or not _LEAF_PATH.match(leaf["path"]):
-        return "path is not a string under records/, withdrawals/ or keys/rotations/"
+        return "path is not a string under records/, withdrawals/, keys/rotations/ or bundles/"
     if not isinstance(leaf.get("sha256"), str) or not _SHA256.match(leaf["sha256"]):
         return "sha256 is not 64 hex digits"
     extra = set(leaf) - _LEAF_KEYS

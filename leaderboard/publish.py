@@ -1,6 +1,6 @@
 """Turn signed reports into records and publish them: what ``podium verify --publish``
-and ``podium leaderboard publish`` both do. Withdrawals, key rotations and a re-signed
-head go into the store the same way.
+and ``podium leaderboard publish`` both do. Withdrawals, key rotations, bundles and a
+re-signed head go into the store the same way.
 
 The organizer's public key is published alongside (``keys/<key_id>.pub``) so the
 dataset card can name it; publishing is idempotent end to end. Every publish signs the
@@ -20,9 +20,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from leaderboard.log import HeadSigner, now_stamp, parse_head
 from leaderboard.records import record_from_report
-from leaderboard.specs import shipped_specs
-from leaderboard.stores.base import ROTATIONS_DIR, WITHDRAWALS_DIR, PublishResult, Store
+from leaderboard.specs import specs_in_force
+from leaderboard.stores.base import (
+    ROTATIONS_DIR,
+    WITHDRAWALS_DIR,
+    PublishResult,
+    Store,
+    bundle_path,
+)
 from leaderboard.trust import spec_keys
+from podium.canonical import sha256_bytes
 from podium.errors import UsageError
 from podium.signing import KeyPair, public_raw_b64, sign_document
 from schemas.validate import validate
@@ -78,10 +85,10 @@ def publish_reports(
 
 
 def head_signer(keypair: KeyPair, *, now: Callable[[], datetime] | None = None) -> HeadSigner:
-    """Signs heads with ``keypair``; builds on heads signed by it or by a key a shipped
-    spec pins (never a key found in the store)."""
+    """Signs heads with ``keypair``; builds on heads signed by it or by a key a spec in
+    force pins (never a key found in the store)."""
     trusted: dict[str, Any] = {}
-    for spec in shipped_specs():
+    for spec in specs_in_force():
         for key in spec_keys(spec):
             if not key.revoked_at:
                 trusted[key.key_id] = key.public_key
@@ -169,6 +176,18 @@ def rotate_key(
     store.publish_key(new.public_pem())
     result = store.append({path: _doc_bytes(signed)}, signer)
     return {"path": path, **signed, "added": bool(result.added)}
+
+
+def publish_bundle(
+    store: Store, keypair: KeyPair, data: bytes, *, now: Callable[[], datetime] | None = None
+) -> dict[str, Any]:
+    """Store the bundle ``data`` at ``bundles/<sha256>.tar.gz`` as a leaf of the next head,
+    so every view links it only as listed and checks its bytes before handing it out.
+    Idempotent."""
+    sha = sha256_bytes(data)
+    path = bundle_path(sha)
+    result = store.append({path: data}, head_signer(keypair, now=now))
+    return {"path": path, "sha256": sha, "bytes": len(data), "added": bool(result.added)}
 
 
 def _doc_bytes(doc: dict[str, Any]) -> bytes:

@@ -6,9 +6,10 @@ A row proven genuine says nothing about the rows not shown, so every view also c
 - ``head-unreadable``: ``log/head.json`` is not a head, or its root is not its leaves';
 - ``head-unknown-key``, ``head-revoked-key``, ``head-bad-signature``: the head is not
   signed by a key the viewer trusts (or by one since revoked), or it was altered;
-- ``rollback``: the head is older than one this viewer checked before (or gone);
+- ``rollback``: the head is older than one this viewer checked before, under whatever
+  key (or gone);
 - ``inconsistent``: it does not extend the one this viewer checked before (the history
-  was rewritten: a row removed or replaced);
+  was rewritten: a row removed or replaced), or it is newer but signed earlier;
 - ``stale``: it is older than the challenge spec's ``leaderboard.head_max_age_days``
   (the store, or a mirror of it, may be frozen);
 - ``missing``: a document the head lists is not in the store (a deleted row);
@@ -17,8 +18,10 @@ A row proven genuine says nothing about the rows not shown, so every view also c
   the organizer's key); such a row is never ranked;
 - ``bad-document``: a withdrawal or key rotation that no trusted key signed.
 
-What it trusts: the head only through its signature by a key of the viewer's ``Trust``;
-the viewer's own memory of heads (``leaderboard.seen``); nothing else in the store.
+What it trusts: the head only through its signature by a key of the viewer's ``Trust``
+(which the caller extends with the rotations the viewer remembers, so a key rotated away
+or revoked stays so when a writer deletes the rotation); the viewer's own memory of heads
+(``leaderboard.seen``), whatever key signed them; nothing else in the store.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 from leaderboard.log import HEAD_PATH, Head, extends, parse_head, verify_head
 from leaderboard.seen import SeenHeads
-from leaderboard.stores.base import RawRecord
+from leaderboard.stores.base import BUNDLES_DIR, RawRecord, bundle_sha
 from leaderboard.trust import Trust
 from podium.canonical import sha256_bytes
 from podium.errors import SignatureError, StoreError
@@ -82,6 +85,8 @@ class HeadState:
     problems: list[SetProblem] = field(default_factory=list)
     #: remember it after the view (sound, neither older nor rewritten)
     remember: bool = False
+    #: what a view says without failing (a store with no head and nothing in it)
+    warnings: list[SetProblem] = field(default_factory=list)
 
     @property
     def leaves(self) -> dict[str, dict[str, Any]]:
@@ -165,6 +170,13 @@ def _rewound(head: Head, remembered: dict[str, Any] | None) -> SetProblem | None
             "before: the store was rolled back",
             HEAD_PATH,
         )
+    if head.version > old_v and head.made_at < str(remembered["made_at"]):
+        return SetProblem(
+            "inconsistent",
+            f"{head.describe()} is newer than {seen_as}, which this viewer checked before, "
+            "but signed earlier: it was made after the fact (a backdated head)",
+            HEAD_PATH,
+        )
     if not extends(head, old_size, old_root):
         return SetProblem(
             "inconsistent",
@@ -201,12 +213,21 @@ def check_head(
 ) -> HeadState:
     """Parse and check the head bytes ``data`` of the store named ``identity``."""
     state = HeadState()
-    trusted = {k.key_id for k in trust.keys if not k.revoked_at}
-    remembered = seen.latest(identity, trusted) if seen is not None else None
+    remembered = seen.latest(identity) if seen is not None else None
     if data is None:
         missing = _missing_head(remembered, has_documents=has_documents)
         if missing is not None:
             state.problems.append(missing)
+        else:
+            state.warnings.append(
+                SetProblem(
+                    "no-head",
+                    f"the store has no signed head ({HEAD_PATH}) and no rows: nothing proves "
+                    "it was always empty (a writer can delete every row and the head); this "
+                    "viewer has seen no head of it before",
+                    HEAD_PATH,
+                )
+            )
         return state
     try:
         head = parse_head(data)
@@ -252,6 +273,8 @@ def compare_set(
     present = {item.path: item for item in raw}
     version = state.head.version if state.head is not None else 0
     for path, leaf in leaves.items():
+        if path.startswith(BUNDLES_DIR + "/"):
+            continue  # compare_bundles
         item = present.get(path)
         who = f"{leaf.get('team', '?')}/{leaf.get('entry', '?')}"
         if item is None:
@@ -282,3 +305,53 @@ def compare_set(
         if path not in leaves:
             unlisted.add(path)
     return problems, as_listed, unlisted
+
+
+def compare_bundles(
+    state: HeadState, held: dict[str, str]
+) -> tuple[list[SetProblem], dict[str, str]]:
+    """The bundles the store holds (``held``: sha256 -> link) against the sound head's
+    bundle leaves: (problems, the links of the bundles it lists). A bundle's bytes are not
+    read here (they can be large): a view that hands one out checks them
+    (``leaderboard.bundles``)."""
+    problems: list[SetProblem] = []
+    listed: dict[str, str] = {}
+    version = state.head.version if state.head is not None else 0
+    named: set[str] = set()
+    for path, leaf in state.leaves.items():
+        if not path.startswith(BUNDLES_DIR + "/"):
+            continue
+        sha = bundle_sha(path.removeprefix(BUNDLES_DIR + "/"))
+        if sha is None or sha != leaf["sha256"]:
+            problems.append(
+                SetProblem(
+                    "altered",
+                    f"the signed head v{version} lists {path} with sha256 {leaf['sha256']}, "
+                    "which is not the name's: the bundle cannot be checked",
+                    path,
+                )
+            )
+            continue
+        named.add(sha)
+        if sha not in held:
+            problems.append(
+                SetProblem(
+                    "missing",
+                    f"bundle {path} is listed in the signed head v{version} but is not in "
+                    "the store: it was removed",
+                    path,
+                )
+            )
+        else:
+            listed[sha] = held[sha]
+    for sha in sorted(set(held) - named):
+        path = f"{BUNDLES_DIR}/{sha}.tar.gz"
+        problems.append(
+            SetProblem(
+                "unlisted",
+                f"bundle {path} is in the store but not in the signed head v{version}: "
+                "never linked",
+                path,
+            )
+        )
+    return problems, listed

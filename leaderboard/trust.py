@@ -12,12 +12,16 @@ that make a row verified come from outside the store:
 
 Keys change (``with_rotations``): a key rotation in the store (``keys/rotations/``),
 signed by a key the viewer already trusts, names the key that follows it; the new key is
-trusted from the rotation's time on for the same challenges, the old one no longer after
-it. A rotation that revokes the old key (it was compromised), or a spec key's
-``revoked_at``, lists every row that key signed apart, with the revocation's date.
+trusted for the same challenges (its heads from the rotation's time on; its rows whatever
+their ``verified_at``, since a run that finished before a rotation is published after it
+with the new key), the old one no longer after it. A rotation that revokes the old key
+(it was compromised), or a spec key's ``revoked_at``, lists every row that key signed
+apart, with the revocation's date. The rotations a viewer saw are remembered
+(``leaderboard.seen``): a writer who deletes one from the store does not undo it.
 
-What it trusts: the shipped spec files (they come with podium, not with the store) and
-the files the viewer names; a rotation only through the key it replaces. A spec's key
+What it trusts: the specs in force (``leaderboard.specs``: the shipped spec files, which
+come with podium, not with the store, and any spec the viewer names with ``--challenge``)
+and the files the viewer names; a rotation only through the key it replaces. A spec's key
 whose id does not match its bytes is an error.
 """
 
@@ -30,7 +34,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from leaderboard.specs import shipped_specs
+from leaderboard.specs import specs_in_force
 from podium.errors import PodiumError, SchemaError, UsageError
 from podium.signing import key_id, load_public_key, public_key_from_b64, verify_document
 from schemas.challenge import ChallengeSpec
@@ -48,6 +52,9 @@ class TrustedKey:
     valid_until: str | None = None
     #: the key was compromised at this time: nothing it signed is trusted
     revoked_at: str | None = None
+    #: it follows a rotation: ``valid_from`` bounds the heads it signs, not its rows (a
+    #: run that finished before the rotation may be published after it, with this key)
+    rotated_in: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"key_id": self.key_id, "source": self.source}
@@ -92,7 +99,7 @@ class Trust:
                 return k, None
         for k in mine:
             # ISO 8601 UTC stamps ("...Z") order as text
-            if k.valid_from and verified_at < k.valid_from:
+            if k.valid_from and verified_at < k.valid_from and not k.rotated_in:
                 continue
             if k.valid_until and verified_at > k.valid_until:
                 continue
@@ -130,7 +137,15 @@ def spec_keys(spec: ChallengeSpec) -> list[TrustedKey]:
 
 
 def with_rotations(trust: Trust, docs: list[dict[str, Any]]) -> tuple[Trust, list[str]]:
-    """``trust`` after the key rotations ``docs`` (oldest first), and why any was refused.
+    """``trust`` after the key rotations ``docs`` (oldest first), and why any was refused."""
+    after, refused, _ = rotate_all(trust, docs)
+    return after, refused
+
+
+def rotate_all(
+    trust: Trust, docs: list[dict[str, Any]]
+) -> tuple[Trust, list[str], list[dict[str, Any]]]:
+    """``trust`` after the key rotations ``docs``, why any was refused, and those applied.
 
     A rotation counts when the key it replaces is trusted (and not revoked) and signed it;
     a chain of rotations is followed in order of time. One from a key the viewer does not
@@ -138,6 +153,7 @@ def with_rotations(trust: Trust, docs: list[dict[str, Any]]) -> tuple[Trust, lis
     """
     keys = list(trust.keys)
     refused: list[str] = []
+    applied: list[dict[str, Any]] = []
     pending = sorted(docs, key=lambda d: str(d.get("at", "")))
     progress = True
     while pending and progress:  # a chain, in order: each link through the key before it
@@ -152,8 +168,10 @@ def with_rotations(trust: Trust, docs: list[dict[str, Any]]) -> tuple[Trust, lis
             why = _rotate(keys, olds, doc)
             if why is not None:
                 refused.append(f"rotation from key {old_id}: {why}")
+            else:
+                applied.append(doc)
     # the rest rotate keys this viewer does not trust: nothing to carry over
-    return Trust(tuple(keys)), refused
+    return Trust(tuple(keys)), refused, applied
 
 
 def _rotate(keys: list[TrustedKey], olds: list[TrustedKey], doc: dict[str, Any]) -> str | None:
@@ -172,15 +190,17 @@ def _rotate(keys: list[TrustedKey], olds: list[TrustedKey], doc: dict[str, Any])
         until = old.valid_until if old.valid_until and old.valid_until < at else at
         keys.append(replace(old, valid_until=until, revoked_at=revoked or old.revoked_at))
         source = f"rotated from {old.key_id} ({old.source})"
-        keys.append(TrustedKey(key_id(public), public, source, old.challenge, at, None))
+        keys.append(
+            TrustedKey(key_id(public), public, source, old.challenge, at, None, rotated_in=True)
+        )
     return None
 
 
 def build_trust(pubkeys: Iterable[Path] = (), *, spec_keys_too: bool = True) -> Trust:
-    """The keys the shipped specs pin (each for its challenge) and ``pubkeys`` (any)."""
+    """The keys the specs in force pin (each for its challenge) and ``pubkeys`` (any)."""
     keys: list[TrustedKey] = []
     if spec_keys_too:
-        for spec in shipped_specs():
+        for spec in specs_in_force():
             keys.extend(spec_keys(spec))
     for path in pubkeys:
         public = load_public_key(path)

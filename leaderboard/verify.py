@@ -137,8 +137,10 @@ class StoreCheck:
     head: dict[str, Any] | None = None
     #: the stored bytes of every row, logged document and the head, by path (for links)
     sources: dict[str, bytes] = field(default_factory=dict, repr=False)
-    #: bundle sha256 -> link, for the bundles the store holds
+    #: bundle sha256 -> link, for the bundles the sound head lists (all with --no-verify)
     bundles: dict[str, str] = field(default_factory=dict)
+    #: what the view says without failing: a store with no signed head and no rows
+    set_warnings: list[SetProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -173,6 +175,7 @@ class StoreCheck:
             self.head,
             self.sources,
             self.bundles,
+            list(self.set_warnings),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -187,6 +190,7 @@ class StoreCheck:
             "head": self.head,
             "set_ok": not self.set_problems,
             "set_problems": [p.to_dict() for p in self.set_problems],
+            "set_warnings": [p.to_dict() for p in self.set_warnings],
             "withdrawn": [w.to_dict() for w in self.withdrawn],
         }
 
@@ -208,6 +212,8 @@ class StoreCheck:
             line += f"; THE SET DOES NOT CHECK: {count_problems(len(self.set_problems))}"
         elif self.head is not None:
             line += f"; the whole set checks against signed head v{self.head['version']}"
+        for warning in self.set_warnings:
+            line += f"; WARNING: {warning.message}"
         return line
 
 

@@ -6,18 +6,25 @@ podium must control (``images.build`` returns only after the build, ``containers
 pulls a missing image). Here docker-py errors become ``DockerError`` in exactly one place
 (:func:`translate`), builds stream their log live and obey a time limit, and nothing ever
 pulls. ``docker`` itself is imported lazily, so ``import podium.dockerx`` stays cheap.
+
+Builds are the engine's classic builder (docker-py's ``api.build`` speaks only that one
+API; it has no BuildKit session), and they run with **no network**: ``RUN`` steps get
+``network_mode="none"``, only a loopback device. So an image follows from its build
+context and its pinned base alone; a step that fetches anything fails, and the failure
+says which step and what to vendor (:func:`build_failure`).
 """
 
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from podium.errors import DockerError, PodiumError
+from podium.errors import DockerError, ImageBuildError, PodiumError
 from podium.extras import require
 
 if TYPE_CHECKING:
@@ -26,6 +33,19 @@ if TYPE_CHECKING:
 LOG_TAIL_LINES = 30
 START_ENGINE_HINT = "start a Docker engine (as root: bash scripts/setup-docker.sh) and retry"
 BUILD_IMAGES_HINT = "local images are never pulled; build them with scripts/build-images.sh"
+#: the network a build's RUN steps get: none, only a loopback device
+BUILD_NETWORK = "none"
+#: what a step prints when it reaches for a network it does not have (resolvers, sockets,
+#: pip, apt, curl, wget, git)
+NETWORK_SIGNS = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|Could not resolve host"
+    r"|Network is unreachable|No route to host|Temporary failure resolving"
+    r"|unable to resolve host|bad address|Failed to establish a new connection"
+    r"|getaddrinfo|\[Errno (?:101|113|-2|-3|-5)\]|Could not connect to|network unreachable",
+    re.IGNORECASE,
+)
+_STEP = re.compile(r"^Step (\d+/\d+) : (.*)$", re.MULTILINE)
+_URL = re.compile(r"\b(?:https?|ftp|git)://[^\s'\"\\)]+")
 
 
 def _docker() -> Any:
@@ -105,6 +125,64 @@ def translate(
     return DockerError(f"Docker operation on {subject} failed: {exc}", where=where)
 
 
+def failed_step(log: str) -> tuple[str, str] | None:
+    """``(step, output)``: the last step a classic build log names (``"2/3 : RUN ..."``)
+    and what the build printed after it; None when the log names no step."""
+    steps = list(_STEP.finditer(log))
+    if not steps:
+        return None
+    last = steps[-1]
+    return f"{last[1]} : {last[2].strip()}", log[last.end() :]
+
+
+def vendor_hint(instruction: str, urls: tuple[str, ...]) -> str:
+    """What to put into the bundle instead of fetching it at build time."""
+    if re.search(r"\bpip3?\b.*\binstall\b", instruction):
+        return (
+            "vendor the wheels: `pip download --only-binary=:all: -d wheels/ -r "
+            "requirements.txt` (with --platform and --python-version of the base image), "
+            "keep wheels/ in the entry, and install with `pip install --no-index "
+            "--find-links wheels/ -r requirements.txt`"
+        )
+    if re.search(r"\bapt(-get)?\b", instruction):
+        return (
+            "build FROM a pinned base that has these packages, or vendor their .deb files "
+            "into the entry and install them with `dpkg -i`"
+        )
+    if urls:
+        return f"download {', '.join(urls)} into the entry's directory and COPY it in"
+    return "put what the step fetches into the entry's files and COPY it in"
+
+
+def build_failure(tag: str, error: str, log: str) -> ImageBuildError:
+    """The error for a build that stopped at a step: which step, and whether (and what)
+    it tried to fetch over the network the build does not have."""
+    found = failed_step(log)
+    step, output = found if found else (None, "")
+    output = "\n".join(line for line in output.splitlines() if line != f"ERROR: {error}")
+    instruction = step.split(" : ", 1)[1] if step else ""
+    network = instruction.upper().startswith("RUN") and bool(NETWORK_SIGNS.search(output))
+    urls = tuple(dict.fromkeys(_URL.findall(instruction)))
+    if network:  # the step and the advice say it all; the log is the caller's to keep
+        return ImageBuildError(
+            f"building image {tag} failed at step {step}: the step reached for the network, "
+            "and builds have none (the image must follow from the bundle and its pinned "
+            "base alone)",
+            step=step,
+            network=True,
+            urls=urls,
+            hint=vendor_hint(instruction, urls),
+            where=tag,
+        )
+    at = f" at step {step}" if step else ""
+    return ImageBuildError(
+        f"building image {tag} failed{at}: {error}\n{log_tail(log)}",
+        step=step,
+        urls=urls,
+        where=tag,
+    )
+
+
 def _split_tag(ref: str) -> tuple[str, str]:
     """``"repo/name:tag"`` -> ``("repo/name", "tag")``; a registry port is not a tag."""
     repo, sep, tag = ref.rpartition(":")
@@ -140,7 +218,8 @@ def _request_build(
     nocache: bool,
     timeout_s: float,
 ) -> Iterator[dict[str, Any]]:
-    """Ask the engine for a classic build that never pulls; return its decoded stream."""
+    """Ask the engine for a classic build that never pulls and whose steps have no
+    network; return its decoded stream."""
     try:
         stream: Iterator[dict[str, Any]] = client.api.build(
             path=str(context),
@@ -154,6 +233,7 @@ def _request_build(
             decode=True,
             timeout=max(1, int(timeout_s)),
             use_config_proxy=False,
+            network_mode=BUILD_NETWORK,
         )
     except Exception as exc:  # docker-py / requests errors
         raise translate(exc, image=tag) from exc
@@ -223,7 +303,8 @@ def build_image(
     The log streams to ``on_log`` line by line as the engine sends it. The image is tagged
     only once the build succeeded within ``timeout_s``: a build abandoned at the limit
     leaves at most an untagged image, never a late tag. On abandon the stream is dropped,
-    which makes the engine cancel the (classic) build.
+    which makes the engine cancel the (classic) build. ``RUN`` steps have no network; a
+    step that fails raises ``ImageBuildError`` naming it.
     """
     context = Path(context_dir)
     if not (context / dockerfile).is_file():
@@ -245,10 +326,11 @@ def build_image(
     image_id, error, full_log = _follow_build(
         chunks, stop, tag=tag, deadline=deadline, timeout_s=timeout_s, on_log=on_log
     )
-    if error is not None or image_id is None:
+    if error is not None:
+        raise build_failure(tag, error, full_log)
+    if image_id is None:
         raise DockerError(
-            f"building image {tag} failed: {error or 'the engine reported no image id'}\n"
-            f"{log_tail(full_log)}",
+            f"building image {tag} failed: the engine reported no image id\n{log_tail(full_log)}",
             where=tag,
         )
     repository, tag_part = _split_tag(tag)

@@ -12,9 +12,11 @@ of podium can still catch it, and carries the path, key or check id it is about.
     ├── EngineError(RuntimeError)         the engine under test misbehaved exit 3
     │   └── EngineTimeout(TimeoutError)
     ├── DockerError(RuntimeError)         the Docker engine failed         exit 3
+    │   └── ImageBuildError               a build step failed              exit 3
     ├── HubError(RuntimeError)            the Hugging Face Hub failed      exit 3
     ├── StoreError(RuntimeError)          a leaderboard/queue store failed exit 3
-    └── SignatureError(ValueError)        a signature does not verify      exit 1
+    ├── SignatureError(ValueError)        a signature does not verify      exit 1
+    └── SetCheckError(ValueError)         a store's whole set does not check exit 1
 
 Exit codes (documented in the CLI help and docs/cli.md): 0 ok / verified, 1 findings /
 rejected, 2 usage, 3 could not evaluate.
@@ -130,6 +132,30 @@ class DockerError(PodiumError, RuntimeError):
     """The Docker engine refused or failed an operation."""
 
 
+class ImageBuildError(DockerError):
+    """An image build stopped at one of its steps.
+
+    ``step`` is that step as the build log names it (``"2/3 : RUN pip install x"``),
+    ``network`` whether its output shows it reached for a network the build does not
+    have (builds run with none), and ``urls`` the addresses the step names.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str | None = None,
+        network: bool = False,
+        urls: tuple[str, ...] = (),
+        hint: str | None = None,
+        where: str | None = None,
+    ):
+        super().__init__(message, hint=hint, where=where)
+        self.step = step
+        self.network = network
+        self.urls = urls
+
+
 class HubError(PodiumError, RuntimeError):
     """The Hugging Face Hub could not be reached or refused the request."""
 
@@ -140,5 +166,13 @@ class StoreError(PodiumError, RuntimeError):
 
 class SignatureError(PodiumError, ValueError):
     """A signature is missing, malformed or does not match its document."""
+
+    exit_code = EXIT_FINDINGS
+
+
+class SetCheckError(PodiumError, ValueError):
+    """A leaderboard store's whole set does not check against its signed head (a row
+    missing or unlisted, a rollback, a revoked or unknown head key): nothing it holds is
+    offered as proven."""
 
     exit_code = EXIT_FINDINGS

@@ -1,12 +1,18 @@
 """The challenge spec: every rule a result depends on, as data.
 
-Specs ship as JSON files in ``podium/data/challenges/``; ``load_challenge`` takes a
-shipped name (``fast-gemma``, ``tiny``) or a path to a spec file.
+Specs ship as JSON files in ``podium/data/challenges/``; ``load_challenge`` is the one
+resolver every command uses for ``--challenge``. It takes a shipped name (``fast-gemma``,
+``tiny``), a path to a spec file, a URL (``https://...``, fetched by ``podium.remote``) or
+an ``hf://`` file (``hf://datasets/ORG/NAME[@REV][/PATH]``, ``challenge.json`` when no
+path is given, from the endpoint ``HF_ENDPOINT`` names). Whatever the source, the
+document is validated against the challenge schema before anything reads it, and
+``source`` records where it came from.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -15,6 +21,7 @@ from typing import Any
 
 from podium.canonical import canonical_json, sha256_bytes
 from podium.errors import SchemaError, UsageError
+from podium.remote import is_remote, read_remote
 from schemas.contract import Contract
 from schemas.validate import read_json, validate
 
@@ -193,6 +200,8 @@ class EngineRules(Contract):
     forbidden: list[Rule]
     port: int = 8000
     allowed_knobs: list[str] | None = None
+    #: object knobs whose members beyond the known ones pass (HF_OVERRIDES: any attribute)
+    open_members: list[str] | None = None
     #: the vLLM release of the reference engine image and its pinned base images
     vllm: dict[str, Any] | None = None
 
@@ -210,6 +219,10 @@ class Datasets(Contract):
     ppl_public: Dataset
     heldout_prompts: Dataset | None = None
     ppl_heldout: Dataset | None = None
+    #: the most tokens a workload prompt may take, rendered as the harness sends it
+    max_prompt_tokens: int | None = None
+    #: the most tokens a PPL record may take (context + target)
+    max_ppl_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -292,12 +305,23 @@ def unknown_challenge_hint(name: str) -> str:
 
     shipped = list_challenges()
     close = difflib.get_close_matches(name, shipped, n=1, cutoff=0.6)
-    known = f"shipped challenges: {', '.join(shipped)}; or the path of a spec file (.json)"
+    known = (
+        f"shipped challenges: {', '.join(shipped)}; or a spec file (.json), a URL or "
+        "hf://datasets/ORG/NAME/challenge.json"
+    )
     return f"did you mean {close[0]!r}? {known}" if close else known
 
 
+#: the file an ``hf://`` reference to a repo (with no path) names
+HUB_SPEC_FILE = "challenge.json"
+
+
 def load_challenge(name_or_path: str | Path) -> ChallengeSpec:
-    """Load a shipped challenge by name, or a spec file by path; validate it first."""
+    """Load a challenge by shipped name, path, URL or ``hf://`` reference; validate it first."""
+    ref = str(name_or_path)
+    if is_remote(ref):
+        doc = _parse(read_remote(ref, default_file=HUB_SPEC_FILE), ref)
+        return _from_doc(doc, ref)
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
         path = _shipped_dir() / f"{name_or_path}.json"
@@ -306,13 +330,29 @@ def load_challenge(name_or_path: str | Path) -> ChallengeSpec:
                 f"unknown challenge {name_or_path!r}",
                 hint=unknown_challenge_hint(str(name_or_path)),
             )
-    doc = read_json(path)
-    validate("challenge", doc, file=str(path))
+    return _from_doc(read_json(path), str(path))
+
+
+def _parse(data: bytes, where: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"not UTF-8 text: {exc.reason}", file=where) from None
+    except json.JSONDecodeError as exc:
+        raise SchemaError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            file=where,
+            expected="a challenge spec (JSON)",
+        ) from None
+
+
+def _from_doc(doc: Any, where: str) -> ChallengeSpec:
+    validate("challenge", doc, file=where)
     spec = ChallengeSpec.from_dict(doc)
     if spec.tps.max_trials < spec.tps.trials:
         raise SchemaError(
             f"tps.max_trials ({spec.tps.max_trials}) is below tps.trials ({spec.tps.trials})",
-            file=str(path),
+            file=where,
             json_path="$.tps.max_trials",
         )
-    return dataclasses.replace(spec, source=str(path))
+    return dataclasses.replace(spec, source=where)

@@ -117,6 +117,12 @@ BUNDLE_CHALLENGE_VERSION = _declare(
     "the bundle was frozen for another version of this challenge",
     severity="warning",
 )
+BUNDLE_BASE_UNCHECKED = _declare(
+    "bundle.base-unchecked",
+    "intake",
+    "the base image's digest is all zeros, or no local image confirmed it at freeze and the "
+    "challenge spec does not confirm it: the rebuild could not start",
+)
 BUNDLE_MODEL_PIN = _declare(
     "bundle.model-pin", "intake", "the bundle pins another model or revision than the challenge"
 )
@@ -128,6 +134,12 @@ ENGINE_IMAGE_KNOB = _declare(
     "intake",
     "the Dockerfile sets an engine knob (ENV or CMD argument) the frozen config does not hold, "
     "holds otherwise, or the challenge forbids",
+)
+ENGINE_NOT_VLLM = _declare(
+    "engine.not-vllm",
+    "intake",
+    'a kind = "vllm" entry whose image is not the pinned vLLM: another base, or a command '
+    "that starts neither podium's launcher nor vLLM's server",
 )
 CONFIG_SCHEMA = _declare(
     "config.schema", "intake", "a knob of the engine config breaks its type or bounds"
@@ -142,6 +154,20 @@ CONFIG_UNKNOWN_KNOB = _declare(
     "config.unknown-knob",
     "intake",
     "an UPPER_CASE key one typo away from a known knob (passed on as it is)",
+    severity="warning",
+)
+CONFIG_MEMBER = _declare(
+    "config.member",
+    "intake",
+    "a member of an object knob (SPECULATIVE_CONFIG, HF_OVERRIDES, ...) that the pinned vLLM "
+    "release's config class does not have or types otherwise, or an unknown member the "
+    "challenge does not open",
+)
+CONFIG_MEMBERS_UNPINNED = _declare(
+    "config.members-unpinned",
+    "intake",
+    "the challenge pins another vLLM release than the one the knob members are typed for, so "
+    "the members are not checked",
     severity="warning",
 )
 
@@ -194,6 +220,13 @@ SUBMISSION_DOCKERFILE_BASE = _declare(
     "submission",
     "the Dockerfile does not build FROM ${BASE_IMAGE}, so the base cannot be pinned",
 )
+SUBMISSION_NETWORK_STEP = _declare(
+    "submission.network-step",
+    "submission",
+    "a Dockerfile RUN step fetches from the network (pip without --no-index, curl, git, apt, "
+    "a URL), which builds do not have",
+    severity="warning",
+)
 SUBMISSION_REQUIREMENTS = _declare(
     "submission.requirements", "submission", "a requirements line is not NAME==VERSION[ --hash]"
 )
@@ -238,6 +271,12 @@ ENV_GPU_BUSY = _declare(
 )
 IMAGE_TOO_LARGE = _declare(
     "image.too-large", "rebuild", "the rebuilt image is over the challenge's size limit"
+)
+IMAGE_NETWORK = _declare(
+    "image.network",
+    "rebuild",
+    "a build step reached for the network, which the rebuild does not have: the image must "
+    "follow from the bundle and its pinned base alone",
 )
 
 # -- evaluation: what the participant's engine answered -----------------------------------
@@ -359,7 +398,8 @@ INTEGRITY_CONTROLS = _declare(
     "integrity.controls",
     "reference",
     "fresh controls, prompts made at run time and timed among the others, run no slower "
-    "per token than the rest, and agree with the reference as well",
+    "per token than the rest (at concurrency > 1: as a throughput, in a block of their own), "
+    "and agree with the reference within the spec's budget",
     check=True,
 )
 INTEGRITY_SAME_PATH = _declare(

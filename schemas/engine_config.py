@@ -28,6 +28,7 @@ from schemas.check_ids import (
     CONFIG_UNKNOWN_KNOB,
 )
 from schemas.findings import Finding
+from schemas.knob_members import member_findings
 from schemas.validate import validation_errors
 
 KNOWN_KNOBS_SCHEMA_KIND = "engine-config"
@@ -331,6 +332,13 @@ def check_engine_config(
                 hint=hint,
                 where=_where(top, file, lines) if place != "$" else (file or place),
             )
+        )
+    if kind in (None, "vllm"):
+        findings += member_findings(
+            named,
+            vllm=(challenge.engine.vllm or {}).get("version") if challenge else None,
+            open_knobs=frozenset(challenge.engine.open_members or ()) if challenge else frozenset(),
+            where=lambda knob: _where(knob, file, lines),
         )
     if challenge is None:
         return findings

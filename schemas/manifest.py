@@ -13,6 +13,9 @@ from schemas.validate import validate
 class BaseImage(Contract):
     ref: str
     digest: str
+    #: True when no local image confirmed ``digest`` at freeze (``--base-digest`` given by
+    #: hand); absent when one did
+    unchecked: bool | None = None
 
 
 @dataclass(frozen=True)

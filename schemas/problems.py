@@ -23,7 +23,10 @@ def problem(
 
 
 def document_problems(kind: str, path: Path) -> list[dict[str, Any]]:
-    """The ``kind`` schema's errors in the JSON document at ``path``."""
+    """The ``kind`` schema's errors in the JSON document at ``path`` (in each record of a
+    JSON Lines file, ``.jsonl``, such as a held-out set's, placed at its line)."""
+    if path.suffix == ".jsonl":
+        return _lines_problems(kind, path)
     try:
         doc = read_json(path)
     except SchemaError as exc:
@@ -32,6 +35,28 @@ def document_problems(kind: str, path: Path) -> list[dict[str, Any]]:
         problem("schema", "error", e.json_path, e.message, f"expected {e.expected}")
         for e in validation_errors(kind, doc, file=str(path))
     ]
+
+
+def _lines_problems(kind: str, path: Path) -> list[dict[str, Any]]:
+    import json
+
+    out: list[dict[str, Any]] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            out.append(problem("schema.parse", "error", f"line {n}", exc.msg, None))
+            continue
+        out += [
+            problem(
+                "schema", "error", f"line {n}: {e.json_path}", e.message, f"expected {e.expected}"
+            )
+            for e in validation_errors(kind, doc, file=str(path))
+        ]
+    return out
 
 
 def engine_config_problems(

@@ -31,6 +31,8 @@ KINDS: dict[str, str] = {
     "withdrawal": "withdrawal.schema.json",
     "key-rotation": "key-rotation.schema.json",
     "roster": "roster.schema.json",
+    "heldout-prompt": "heldout-prompt.schema.json",
+    "heldout-ppl": "heldout-ppl.schema.json",
 }
 
 

@@ -25,8 +25,10 @@ install_packages() {
     command -v dockerd >/dev/null || missing+=(docker.io)
     command -v docker >/dev/null || [[ " ${missing[*]-} " == *" docker.io "* ]] || missing+=(docker.io)
     command -v debootstrap >/dev/null || missing+=(debootstrap)
+    # the jail runner's sandbox (tests/verifier/test_jail*.py make real jails with it)
+    command -v bwrap >/dev/null || missing+=(bubblewrap)
     if ((${#missing[@]} == 0)); then
-        log "dockerd and debootstrap are installed"
+        log "dockerd, debootstrap and bwrap are installed"
         return
     fi
     [[ $(id -u) == 0 ]] || die "installing ${missing[*]} needs root"

@@ -221,12 +221,10 @@ def _build_opened(
                 on_log=tee,
             )
         except DockerError as exc:
-            raise DockerError(
-                exc.message,
-                hint=f"the whole build log is in {result.build_log}"
-                + (f"; {exc.hint}" if exc.hint else ""),
-                where=exc.where,
-            ) from exc
+            exc.hint = f"the whole build log is in {result.build_log}" + (
+                f"; {exc.hint}" if exc.hint else ""
+            )
+            raise  # the same error (a failed step keeps its step and network sign)
     result.image_file = out_dir / f"{name}.image.json"
     result.image_file.write_text(
         json.dumps(result.image, indent=2, sort_keys=True) + "\n", encoding="utf-8"

@@ -1,7 +1,8 @@
 """``freeze``: resolve everything a submission depends on and write ``manifest.json``.
 
 Freezing pins the base image to a digest (through the Docker engine, or
-``base_digest`` when there is none), records the challenge's model pin, the Python
+``base_digest`` when there is none; a digest no local image confirms is written as
+``unchecked``: ``submission.base_pin``), records the challenge's model pin, the Python
 dependencies, the frozen engine config and the sha256, size and mode of every file.
 The image reads the config from ``engine-config.json``, which freeze generates from
 ``[engine.config]`` of ``podium.toml`` into the bundle only: ``podium.toml`` is the one
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,13 +30,12 @@ from schemas.challenge import ChallengeSpec
 from schemas.findings import Finding
 from schemas.manifest import Dependency, Manifest
 from schemas.validate import read_json
+from submission.base_pin import resolve_base_image
 from submission.config import SubmissionConfig, frozen_config
 from submission.defaults import ENGINE_CONFIG_FILE, GENERATED_FILES, MANIFEST_FILE
 from submission.files import LocalFile, scan_files
 from submission.requirements import read_requirements
 from submission.validate import validate_submission
-
-DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 @dataclass
@@ -75,44 +74,6 @@ def created_time(files: list[LocalFile]) -> str:
     return rfc3339(epoch)
 
 
-def _repo_of(ref: str) -> str:
-    name = ref.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return name.rsplit(":", 1)[0] if ":" in last else name
-
-
-def resolve_base_image(ref: str, override: str | None = None) -> tuple[str, str]:
-    """``(digest, pin)``: the base image's digest and the reference a build should use.
-
-    A registry digest (the image has a RepoDigest) pins as ``repo@sha256:...``; a locally
-    built base has none, so its image id ``sha256:...`` is both the digest and the pin.
-    """
-    if override is not None:
-        if not DIGEST_RE.match(override):
-            raise UsageError(f"--base-digest {override!r} is not sha256:<64 hex digits>")
-        if "@" in ref and ref.split("@", 1)[1] != override:
-            raise UsageError(f"--base-digest {override} contradicts the digest in {ref}")
-        return override, f"{_repo_of(ref)}@{override}" if "@" in ref else override
-    if "@" in ref:
-        digest = ref.split("@", 1)[1]
-        if not DIGEST_RE.match(digest):
-            raise UsageError(f"base_image {ref!r} has a malformed digest")
-        return digest, ref
-    from podium import dockerx  # heavy: only when the engine must be asked
-
-    client = dockerx.connect()
-    info = dockerx.image_info(client, ref)
-    repo = _repo_of(ref)
-    for entry in info.get("repo_digests") or []:
-        name, _, digest = str(entry).partition("@")
-        if name == repo and DIGEST_RE.match(digest):
-            return digest, f"{repo}@{digest}"
-    image_id = str(info.get("id"))
-    if not DIGEST_RE.match(image_id):
-        raise UsageError(f"the Docker engine gave no usable id for {ref}: {image_id!r}")
-    return image_id, image_id
-
-
 def engine_config_file(cfg: SubmissionConfig) -> LocalFile:
     """The bundle's ``engine-config.json``, generated from ``podium.toml``."""
     text = json.dumps(frozen_config(cfg), indent=2, sort_keys=True) + "\n"
@@ -143,6 +104,7 @@ def build_manifest(
     directory: Path,
     base_digest: str,
     vendored: bool = False,
+    base_checked: bool = True,
 ) -> Manifest:
     deps, _ = read_requirements(directory)
     if vendored:  # the engine code is podium's own, pinned by podium's version
@@ -157,7 +119,8 @@ def build_manifest(
     engine: dict[str, Any] = {
         "kind": cfg.kind,
         "config": frozen_config(cfg),
-        "base_image": {"ref": cfg.base_image, "digest": base_digest},
+        "base_image": {"ref": cfg.base_image, "digest": base_digest}
+        | ({} if base_checked else {"unchecked": True}),
         "dockerfile": cfg.dockerfile,
         "port": cfg.port,
     }
@@ -234,7 +197,7 @@ def freeze(
     if not checked.ok or checked.config is None or checked.challenge is None:
         return Frozen(directory, None, checked.findings)
     cfg, spec = checked.config, checked.challenge
-    digest, pin = resolve_base_image(cfg.base_image, base_digest)
+    digest, pin, base_checked = resolve_base_image(cfg.base_image, base_digest, spec)
     files, problems = scan_files(directory, exclude=exclude)
     if problems:  # the directory changed since validation
         return Frozen(directory, None, checked.findings + problems)
@@ -242,7 +205,13 @@ def freeze(
     vendored = vendored_engine(cfg.kind, files)
     files = sorted([*files, *vendored, engine_config_file(cfg)], key=lambda f: f.path)
     manifest = build_manifest(
-        cfg, spec, files, directory=directory, base_digest=digest, vendored=bool(vendored)
+        cfg,
+        spec,
+        files,
+        directory=directory,
+        base_digest=digest,
+        vendored=bool(vendored),
+        base_checked=base_checked,
     )
     if write:
         write_manifest(directory, manifest)

@@ -125,7 +125,13 @@ def _dockerfile(doc: dict[str, Any], base_image: str, port: int, has_reqs: bool)
         "COPY . /submission/",
     ]
     if has_reqs:
-        lines.append(f"RUN python3 -m pip install --no-cache-dir -r {REQUIREMENTS_FILE}")
+        lines += [
+            "# The build has no network: keep the wheels of requirements.txt in wheels/",
+            "# (pip download --only-binary=:all: -d wheels/ -r requirements.txt, with the",
+            "# base image's --platform and --python-version) and install them from there.",
+            "RUN python3 -m pip install --no-cache-dir --no-index --find-links wheels/ "
+            f"-r {REQUIREMENTS_FILE}",
+        ]
     env = dict(doc.get("env", {}))
     env.setdefault("PORT", str(port))
     lines.append("ENV " + " \\\n    ".join(f"{k}={_docker_env(v)}" for k, v in env.items()))

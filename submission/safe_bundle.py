@@ -417,24 +417,31 @@ def check_bundle(path: Path, *, limits: HasBundleLimits | None = None) -> Manife
     """Read the whole bundle at ``path`` as intake reads it (``open_bundle``, into a
     temporary folder that is removed again) and return its manifest; a bundle intake would
     refuse, or whose files disagree with its manifest, raises the ``BundleError`` that
-    names why. ``limits`` default to those of the challenge the manifest names. Every
+    names why, and so does a base image whose pin the challenge's spec does not confirm
+    (``submission.base_pin``). ``limits`` default to those of the challenge the manifest
+    names. Every
     door a bundle enters by (``queue submit``, ``submission push``, a worker) calls this
     before it stores, sends or verifies anything."""
+    from submission.base_pin import base_findings
+
+    spec = None
     if limits is None:
         from schemas.challenge import load_challenge
 
         challenge = (peek_manifest(path).get("challenge") or {}).get("id")
         try:
-            limits = load_challenge(str(challenge)).limits
+            spec = load_challenge(str(challenge))
         except UsageError as exc:
             raise _refuse(
                 BUNDLE_MANIFEST_INVALID,
                 f"the bundle names challenge {challenge!r}, which podium does not know",
                 str(path),
             ) from exc
+        limits = spec.limits
     with tempfile.TemporaryDirectory(prefix="podium-check-") as scratch:
         opened = open_bundle(path, Path(scratch), limits=limits)
-        broken = [f for f in opened.findings if f.is_error]
+        found = [*opened.findings, *base_findings(opened.manifest, spec)]
+        broken = [f for f in found if f.is_error]
         if broken:
             first = broken[0]
             raise BundleError(

@@ -79,11 +79,14 @@ def _copy_package(src_root: Path, sub: str, dest_root: Path) -> list[str]:
 
 
 def _default_config(kind: str, spec: ChallengeSpec) -> dict[str, Any]:
+    """The knobs ``init`` writes: only those whose value differs from what the engine does
+    when the knob is absent, so that knobs pasted in (the winner's) give exactly their config,
+    with nothing of init's left behind that the pasted config never set."""
     if kind == "vllm" and spec.hardware.accelerator == "cpu":
         # vLLM's CPU build: the spec's dtype (it would downcast float32 to bfloat16), eager
-        # start-up, one OpenMP thread (docs/benchmarks.md), the launcher's warm-up
+        # start-up, one OpenMP thread (docs/benchmarks.md), the launcher's warm-up shorter
+        # than its default (16 prompts of 128 tokens). No DEVICE: the image's build decides.
         config: dict[str, Any] = {
-            "DEVICE": "cpu",
             "DTYPE": spec.model.dtype,
             "ENFORCE_EAGER": True,
             "WARMUP_BRIDGE": True,
@@ -92,11 +95,7 @@ def _default_config(kind: str, spec: ChallengeSpec) -> dict[str, Any]:
             "OMP_NUM_THREADS": 1,
         }
     elif kind == "vllm":
-        config = {
-            "MAX_MODEL_LEN": 4096,
-            "GPU_MEMORY_UTILIZATION": 0.9,
-            "ENABLE_PREFIX_CACHING": False,
-        }
+        config = {}  # vLLM's own defaults: the reference engine's configuration
     elif spec.hardware.accelerator == "cpu":
         config = {"DEVICE": "cpu", "DTYPE": spec.model.dtype}
     else:
@@ -232,7 +231,7 @@ def init_submission(
             base_image=json.dumps(base),
             port=port,
             served_model_name=json.dumps(spec.model.repo_id),
-            config=t.toml_table(config),
+            config=t.toml_table(config) if config else t.NO_KNOBS,
         ),
         DOCKERFILE: _dockerfile(kind, base, port, on_vllm_image=gpu_custom and base == vllm_base),
         "README.md": t.README.format(team=team, entry=entry, challenge=spec.id, kind=kind),

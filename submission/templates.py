@@ -75,7 +75,8 @@ to pin the manifest's `created` time on a fresh checkout).
 
 PROTOCOL = """\
 # What the verifier does with this image (docs/engine-protocol.md has the details):
-#   - builds it with no cache, passing --build-arg BASE_IMAGE=<the frozen digest>;
+#   - builds it with no cache and no network (a RUN step fetches nothing: see below),
+#     passing --build-arg BASE_IMAGE=<the frozen digest>;
 #   - runs it with no network, a read-only root, /tmp as scratch, all capabilities dropped;
 #   - mounts the challenge's pinned model read-only at /model (never bundle weights);
 #   - sets the [engine.env] variables of podium.toml, then talks HTTP to 0.0.0.0:PORT.
@@ -109,6 +110,14 @@ ARG BASE_IMAGE={base_image}
 FROM ${{BASE_IMAGE}}
 WORKDIR /submission
 {copies}
+# The build has no network, here and at the verifier: what the image needs comes from this
+# directory or from the base image. Extra Python packages are wheels kept in the entry:
+#   pip download --only-binary=:all: --platform manylinux2014_x86_64 \\
+#       --python-version <the base image's, e.g. 3.11> -d wheels/ -r requirements.txt
+# then uncomment:
+# COPY wheels/ requirements.txt /submission/
+# RUN python3 -m pip install --no-index --find-links /submission/wheels \\
+#         -r /submission/requirements.txt
 ENV PYTHONPATH=/submission/engine \\
     MODEL_PATH=/model \\
     HOST=0.0.0.0 \\
@@ -140,6 +149,13 @@ def toml_value(value: Any) -> str:
 
 def toml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+#: ``[engine.config]`` of an entry whose engine runs as its defaults have it
+NO_KNOBS = """\
+# None set: the engine runs with its own defaults. Add a knob to change one, for example
+# MAX_MODEL_LEN = 4096
+"""
 
 
 def toml_table(values: dict[str, Any]) -> str:

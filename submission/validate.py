@@ -35,6 +35,7 @@ from submission.config import NAME_PATTERN, SubmissionConfig, frozen_config, rea
 from submission.defaults import CONFIG_FILE, ENGINE_CONFIG_FILE
 from submission.files import LocalFile, scan_files
 from submission.image_knobs import image_knob_findings
+from submission.network_steps import network_step_findings
 from submission.requirements import read_requirements
 
 _ARG_BASE = re.compile(r"^\s*ARG\s+BASE_IMAGE(\s*=.*)?\s*$", re.IGNORECASE | re.MULTILINE)
@@ -181,9 +182,15 @@ def _check_engine(
 
 
 def _check_ignored_knobs(cfg: SubmissionConfig) -> list[Finding]:
-    """Knobs the chosen engine never reads: a warning, so nobody tunes a dead setting."""
+    """Knobs the chosen engine never reads: a warning, so nobody tunes a dead setting.
+
+    On vllm, the knobs the launcher only records (``DEVICE``: the image's own vLLM build
+    decides the device), as ``podium submission knobs`` lists them; a custom engine reads
+    what it likes."""
+    if cfg.kind == "vllm":
+        return _check_recorded_vllm_knobs(cfg)
     if cfg.kind != "baseline":
-        return []  # vLLM's launcher maps every knob; a custom engine reads what it likes
+        return []
     from engines.baseline.config import KNOBS
 
     known = set(known_knobs())  # an unknown key is config.no-such-knob, not this
@@ -196,6 +203,24 @@ def _check_ignored_knobs(cfg: SubmissionConfig) -> list[Finding]:
             "warning",
             f"the baseline engine ignores {', '.join(ignored)}: it reads only {', '.join(KNOBS)}.",
             hint="remove them from [engine.config], or use engine kind vllm, which acts on them",
+            where="engine.config",
+        )
+    ]
+
+
+def _check_recorded_vllm_knobs(cfg: SubmissionConfig) -> list[Finding]:
+    from engines.vllm_launcher.args import KNOBS
+
+    ignored = [key for key in cfg.config if KNOBS.get(key, ("",))[0] == "recorded"]
+    if not ignored:
+        return []
+    return [
+        Finding(
+            ENGINE_KNOB_IGNORED,
+            "warning",
+            f"the vllm engine ignores {', '.join(ignored)}: the image's own vLLM build "
+            "decides the device (a DEVICE naming another build is refused at start-up).",
+            hint="remove them from [engine.config]",
             where="engine.config",
         )
     ]
@@ -375,8 +400,10 @@ def validate_submission(
     dockerfile = _check_dockerfile(directory, cfg)
     result.findings += dockerfile
     if not dockerfile:
+        text = (directory / cfg.dockerfile).read_text(encoding="utf-8", errors="replace")
+        result.findings += network_step_findings(text, file=cfg.dockerfile)
         result.findings += image_knob_findings(
-            (directory / cfg.dockerfile).read_text(encoding="utf-8", errors="replace"),
+            text,
             cfg.config,
             spec,
             file=cfg.dockerfile,

@@ -80,6 +80,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         heavy[path] = heavy.get(path, 0) + (mark < 2)
     # a stable sort on whole files: each file's tests stay together, in their order
     items.sort(key=lambda item: (kind[p := item.nodeid.split("::")[0]], -heavy[p]))
+    _skip_jail_tests_where_refused(items)
     if os.environ.get("PODIUM_REQUIRE_DOCKER") == "1":
         return
     if any("docker" in item.keywords for item in items) and not docker_available():
@@ -87,6 +88,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "docker" in item.keywords:
                 item.add_marker(skip)
+
+
+def _skip_jail_tests_where_refused(items: list[pytest.Item]) -> None:
+    """``jail`` tests need a jail this kernel allows: skipped where it is refused, unless
+    PODIUM_REQUIRE_JAIL=1 (CI), where a refused jail stops the run, naming what refused."""
+    if not any("jail" in item.keywords for item in items):
+        return
+    from verifier.runners.jail_plan import refused
+
+    why = refused()
+    if why is None:
+        return
+    if os.environ.get("PODIUM_REQUIRE_JAIL") == "1":
+        raise pytest.UsageError(f"PODIUM_REQUIRE_JAIL=1, but no jail can be made here: {why}")
+    skip = pytest.mark.skip(reason=f"no jail here: {why} (PODIUM_REQUIRE_JAIL unset)")
+    for item in items:
+        if "jail" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

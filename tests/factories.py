@@ -193,6 +193,19 @@ def seeded_records(keypair: KeyPair) -> list[dict[str, Any]]:
     ]
 
 
+def seeded_bundle(record: dict[str, Any]) -> bytes:
+    """Bytes whose sha256 is the ``bundle_sha256`` of a ``seeded_records`` row (the text
+    ``make_report`` hashes into it), to stand for that row's bundle in a store."""
+    m = record["metrics"]
+    serial = int(record["verified_at"][9])  # seeded rows finish on 2026-11-2<serial>
+    text = (
+        f"bundle:{record['challenge']['id']}/{record['team']}/{record['entry']}/"
+        f"{record['verdict']}/{m['tps']}/{m['ppl']}/{serial}"
+    )
+    assert _sha(text) == record["bundle_sha256"], "not a seeded row"
+    return text.encode()
+
+
 def publish_worker(args: tuple[str, bytes, int, int, int]) -> tuple[int, int]:
     """One publisher process: ``count`` records of its own, ``batch`` per publish call,
     then its first batch again (which must all be already present).

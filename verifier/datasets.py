@@ -45,14 +45,21 @@ def _hf_download(uri: str, filename: str | None = None) -> tuple[Path, str | Non
     file = filename or "/".join(parts[2:])
     if not file:
         raise UsageError(f"{uri!r} names no file")
+    from huggingface_hub import hf_hub_download
+
+    from podium.hub import HUB_ERRORS, default_cache_dir, resolve_endpoint
+
+    errors: tuple[type[Exception], ...] = (*HUB_ERRORS, OSError)
     try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise HubError("huggingface_hub is not installed") from exc
-    try:
-        local = hf_hub_download(repo_id, file, repo_type="dataset", revision=revision or None)
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
+        local = hf_hub_download(
+            repo_id,
+            file,
+            repo_type="dataset",
+            revision=revision or None,
+            endpoint=resolve_endpoint(),  # HF_ENDPOINT as it is now, as every Hub call reads it
+            cache_dir=default_cache_dir(),
+        )
+    except errors as exc:
         raise HubError(
             f"could not download {file} from dataset {repo_id}: {exc}",
             hint="check the URI, HF_TOKEN for private sets, and that the Hub is reachable",

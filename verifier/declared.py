@@ -16,10 +16,12 @@ are judged against:
   within the noise of honest numerics (no budget at all). What the reference cannot
   reproduce (quantisation, a KV-cache dtype) is listed in ``budgeted`` and buys nothing.
 
-Either way, a lever the verifier cannot reproduce counts only where it sees it in
-effect (``in_effect``: vLLM's own parsed arguments, never the engine's word), and only
-for the one allowance such a lever needs (a KV cache read back by decoding but not by
-scoring: ``verifier.checks.same_path``).
+Either way, a lever the reference cannot reproduce counts only where podium itself made
+it true (``in_effect``: the pinned vLLM image, rebuilt by the verifier, running podium's
+own launcher on the frozen config, ``verifier.checks.vllm_image.confirmed_levers``), and
+only for the one allowance such a lever needs (a KV cache read back by decoding but not
+by scoring: ``verifier.checks.same_path``). The engine's log, ``/version``, ``/metrics``
+and answers never count: they are the engine's word.
 
 Read from the frozen engine config the verifier itself opened (intake's manifest),
 never from anything the engine says at run time.
@@ -60,9 +62,11 @@ class DeclaredModel:
     #: declared lossy knobs the reference does not reproduce (they buy no allowance)
     budgeted: dict[str, Any] = field(default_factory=dict)
     rule: str = "identity"
-    #: declared lossy knobs the verifier saw in effect in the engine's own runtime
-    #: (vLLM's parsed arguments), filled in once the engine has run
+    #: declared lossy knobs podium itself made true (the pinned vLLM, rebuilt by the
+    #: verifier, started by podium's launcher): ``verifier.checks.vllm_image``
     in_effect: dict[str, Any] = field(default_factory=dict)
+    #: declared KV-cache knobs podium could not confirm, and why: they buy nothing
+    unconfirmed: dict[str, str] = field(default_factory=dict)
 
     @property
     def reproduces(self) -> bool:
@@ -70,7 +74,7 @@ class DeclaredModel:
         return not self.budgeted
 
     def kv_cache_in_effect(self) -> bool:
-        """A KV-cache change the reference cannot reproduce, seen in effect."""
+        """A KV-cache change the reference cannot reproduce, which podium made true."""
         return bool(set(self.in_effect) & set(KV_CACHE))
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,6 +86,7 @@ class DeclaredModel:
             "applied": dict(self.applied),
             "budgeted": dict(self.budgeted),
             "in_effect": dict(self.in_effect),
+            "unconfirmed": dict(self.unconfirmed),
         }
 
     def engine_kwargs(self) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def verify(req: VerifyRequest, events: Events | None = None) -> Outcome:
         given = "--key" if req.key is not None else "--heldout"
         raise UsageError(
             f"{denied}: {given} is refused",
-            hint="verify with --runner local-docker (a sandbox), or drop " + given,
+            hint="verify with --runner local-docker or jail (a sandbox), or drop " + given,
         )
     ev = events or Events()
     if denied:

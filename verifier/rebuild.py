@@ -17,12 +17,28 @@ from podium import dockerx
 from podium.errors import DockerError
 from schemas.challenge import ChallengeSpec
 from schemas.manifest import Manifest
+from submission.base_pin import repo_of
+
+
+def held_base(client: Any, ref: str, digest: str) -> dict[str, Any]:
+    """The local image the pin names: by its reference, else by the digest itself (an
+    image pulled as ``repo@digest`` carries no tag); missing, the hint is the pull."""
+    first: DockerError | None = None
+    for candidate in (ref, f"{repo_of(ref)}@{digest}", digest):
+        try:
+            return dockerx.image_info(client, candidate)
+        except DockerError as exc:
+            first = first or exc
+    assert first is not None
+    own = repo_of(ref).startswith("podium/")  # podium's images are built, never pulled
+    hint = first.hint if own else f"docker pull {repo_of(ref)}@{digest}"
+    raise DockerError(first.message, hint=hint, where=first.where)
 
 
 def base_image_arg(manifest: Manifest, client: Any) -> str:
     """The FROM reference for the rebuild; refuses a base that does not match its pin."""
     ref, digest = manifest.engine.base_image.ref, manifest.engine.base_image.digest
-    info = dockerx.image_info(client, ref)
+    info = held_base(client, ref, digest)
     repo_digests = [d.split("@", 1)[1] for d in info.get("repo_digests", []) if "@" in d]
     if info["id"] == digest:
         return digest  # a locally built base, pinned by image id

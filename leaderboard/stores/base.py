@@ -8,7 +8,7 @@ local folder and in a Hub dataset repo::
     keys/<key_id>.pub
     keys/rotations/<new_key_id>.json           (a key rotation, signed by the old key)
     bundles/<bundle_sha256>.tar.gz             (optional: submitted bundles, linked by views)
-    log/head.json        (the signed head: every document above but the keys, see log.py)
+    log/head.json        (the signed head: every file above but the keys, see log.py)
     README.md            (the dataset card)
 
 One file per record means concurrent publishers never edit the same file, and the
@@ -117,6 +117,10 @@ class Store(Protocol):
 
     def public_keys(self) -> dict[str, bytes]: ...
 
+    def read_bundle(self, sha: str) -> bytes | None:
+        """The bytes stored at ``bundles/<sha>.tar.gz`` (unchecked), or None."""
+        ...
+
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
@@ -178,6 +182,11 @@ def by_record_id(done: PublishResult) -> PublishResult:
         added=[rid(p) for p in done.added],
         already_present=[rid(p) for p in done.already_present],
     )
+
+
+def bundle_path(sha: str) -> str:
+    """``bundles/<sha256>.tar.gz``."""
+    return f"{BUNDLES_DIR}/{sha}.tar.gz"
 
 
 def bundle_sha(name: str) -> str | None:

@@ -2,7 +2,9 @@
 
 It tells a reader of the dataset what a row is and how to check one without trusting
 the host: fetch the organizer's public key from somewhere other than this dataset and
-run ``podium leaderboard verify``.
+run ``podium leaderboard verify``, or load the checked rows with
+``leaderboard.dataset.checked_dataset``; and it says what ``datasets.load_dataset`` does
+not check (anything).
 
 Its front matter declares one ``configs`` entry per challenge, over
 ``records/<challenge>/*.json``, with the rows' features, so the Hub's dataset viewer
@@ -118,9 +120,27 @@ write a key here too, so podium's views never trust a key found only in this dat
 
 ## Load it
 
+`datasets.load_dataset` reads every file under `records/<challenge>/` as a row and
+**checks nothing**: not a row's signature, not whether the key that signed it is the
+organizers', not the signed head `log/head.json`. Anyone who can write to this dataset
+can add a forged row (it loads as `VERIFIED`), delete a rival's, or put back an older
+copy of the whole set, and `load_dataset` returns it all the same. Use it to explore,
+never as the board.
+
+The checked rows, as a `datasets.Dataset`, in one call (`pip install 'podium[data]'`):
+
+```
+from leaderboard.dataset import checked_dataset
+rows = checked_dataset("{url}", challenge="tiny", pubkeys=["organizer.pem.pub"])
+```
+
+It checks every row and the whole set as `podium leaderboard verify` does, returns only
+the rows that pass (one column per field, plus the signed row as `record_json`), and
+raises `SetCheckError` instead when the set does not check. The unchecked read:
+
 ```
 import datasets
-rows = datasets.load_dataset("{load}", "tiny", split="train")  # one config per challenge
+rows = datasets.load_dataset("{load}", "tiny", split="train")  # checks nothing
 ```
 
 ## Verify every row

@@ -274,6 +274,21 @@ class HubStore:
                 out[sha] = f"{where}/{path}"
         return out
 
+    def read_bundle(self, sha: str) -> bytes | None:
+        name = base.bundle_sha(f"{sha}.tar.gz")
+        if name is None:
+            return None
+        path = base.bundle_path(name)
+        held = self.repo.retrying(
+            "list bundles", lambda: self._files_under(base.BUNDLES_DIR, recursive=True)
+        )
+        if path not in held:
+            return None
+        local = self.repo.retrying(
+            "download a bundle", lambda: self.repo.download(path, revision=self.revision)
+        )
+        return local.read_bytes()
+
     def list_records(self) -> list[dict[str, Any]]:
         return base.parse_raw(self.raw_records())
 

@@ -204,6 +204,13 @@ class LocalStore:
         path = self.root / BUNDLES_DIR / f"{sha}.tar.gz"
         return path if bundle_sha(path.name) == sha and path.is_file() else None
 
+    def read_bundle(self, sha: str) -> bytes | None:
+        path = self.bundle_file(sha)
+        try:
+            return _read_bytes(str(path)) if path is not None else None
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}", where=str(path)) from exc
+
     def list_records(self) -> list[dict[str, Any]]:
         return parse_raw(self.raw_records())
 

@@ -3,19 +3,26 @@
 CSV and Parquet are flat: one column per field a spreadsheet needs, plus the whole
 signed record as JSON text (``record_json``) so an export can still be verified.
 JSON is the list of signed records as they are stored. Parquet needs ``pyarrow``
-(the ``data`` extra), imported only here.
+(the ``data`` extra), imported only here. A file is written whole or not at all, and only
+when the caller proved the set (``podium leaderboard export`` writes nothing otherwise);
+bundles only after their bytes matched the signed head.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+from leaderboard.bundles import checked_bundle
+from leaderboard.stores.base import BUNDLES_DIR, Store, bundle_path
+from leaderboard.verify import StoreCheck
 from podium.canonical import canonical_json
-from podium.errors import UsageError
+from podium.errors import StoreError, UsageError
 from podium.extras import require
+from podium.fsutil import atomic_write
 
 FORMATS = ("csv", "parquet", "json")
 #: the format each file extension names
@@ -112,32 +119,61 @@ def flat_row(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def export(records: list[dict[str, Any]], fmt: str, out: Path) -> int:
-    """Write ``records`` to ``out`` in ``fmt``; return the number of rows."""
+def export_bundles(store: Store, check: StoreCheck) -> tuple[dict[str, bytes], list[str]]:
+    """The bundles of ``check``'s rows that the store holds, each checked against the
+    signed head (``leaderboard.bundles``): (sha256 -> bytes, why each other was refused)."""
+    wanted = sorted({str(r.get("bundle_sha256")) for r in check.records} & set(check.bundles))
+    held: dict[str, bytes] = {}
+    refused: list[str] = []
+    for sha in wanted:
+        try:
+            held[sha] = checked_bundle(store, check, sha)
+        except StoreError as exc:
+            refused.append(exc.message)
+    return held, refused
+
+
+def export(
+    records: list[dict[str, Any]],
+    fmt: str,
+    out: Path,
+    *,
+    bundles: dict[str, bytes] | None = None,
+    bundles_dir: Path | None = None,
+) -> int:
+    """Write ``records`` to ``out`` in ``fmt`` (whole or not at all: a temporary file moved
+    into place), and ``bundles`` (sha256 -> checked bytes) into ``bundles_dir``; return
+    the number of rows."""
     if fmt not in FORMATS:
         raise UsageError(
             f"unknown export format {fmt!r}", hint=f"choose one of: {', '.join(FORMATS)}"
         )
     records = sorted(records, key=lambda r: str(r.get("record_id", "")))
-    out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "json":
-        out.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        data = (json.dumps(records, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     elif fmt == "csv":
-        with open(out, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=[c for c, _ in COLUMNS])
-            writer.writeheader()
-            for rec in records:
-                writer.writerow({k: "" if v is None else v for k, v in flat_row(rec).items()})
+        buf = io.StringIO(newline="")
+        writer = csv.DictWriter(buf, fieldnames=[c for c, _ in COLUMNS])
+        writer.writeheader()
+        for rec in records:
+            writer.writerow({k: "" if v is None else v for k, v in flat_row(rec).items()})
+        data = buf.getvalue().encode("utf-8")
     else:
-        _write_parquet(records, out)
+        data = _parquet_bytes(records)
+    if bundles_dir is not None:
+        for sha, blob in sorted((bundles or {}).items()):
+            atomic_write(bundles_dir / bundle_path(sha).removeprefix(BUNDLES_DIR + "/"), blob)
+    atomic_write(out, data)
     return len(records)
 
 
-def _write_parquet(records: list[dict[str, Any]], out: Path) -> None:
+def _parquet_bytes(records: list[dict[str, Any]]) -> bytes:
     pa = require("pyarrow", extra="data")
     pq = require("pyarrow.parquet", extra="data")
     types = {"string": pa.string(), "double": pa.float64(), "bool": pa.bool_()}
     schema = pa.schema([(name, types[kind]) for name, kind in COLUMNS])
     rows = [flat_row(r) for r in records]
     table = pa.Table.from_pylist(rows, schema=schema)
-    pq.write_table(table, out)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return bytes(sink.getvalue().to_pybytes())

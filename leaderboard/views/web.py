@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from leaderboard.bundles import checked_bundle
 from leaderboard.checked import check_snapshot
 from leaderboard.ranking import Ranked
 from leaderboard.seen import SeenHeads
-from leaderboard.stores.base import Store
-from leaderboard.stores.local import LocalStore
+from leaderboard.stores.base import BUNDLES_DIR, Store, bundle_path, bundle_sha
 from leaderboard.trust import Trust
 from leaderboard.verify import RowChecker, StoreCheck
 from leaderboard.views.board import boards_of
 from leaderboard.views.fallback import page_html
-from podium.errors import PodiumError, UsageError
+from podium.errors import PodiumError, StoreError, UsageError
 from podium.timestamps import now_iso
 
 STATIC_FILES = {
@@ -145,6 +145,7 @@ class RecordsCache:
         self._body: bytes | None = None
         self._index: bytes | None = None
         self._sources: dict[str, bytes] = {}
+        self._check: StoreCheck | None = None
         self._at = 0.0
 
     def _refresh(self) -> None:
@@ -152,10 +153,24 @@ class RecordsCache:
             snap = self.store.snapshot()
             check = check_snapshot(snap, self.store.identity, self.checker, seen=self.seen)
             doc = records_document(check, self.store.url)
+            # every bundle link goes through this server, which checks the bytes first
+            doc["bundles"] = {sha: bundle_path(sha) for sha in check.bundles}
             self._body = json.dumps(doc, ensure_ascii=False).encode("utf-8")
             self._index = index_bytes(doc)
             self._sources = check.sources
+            self._check = check
             self._at = time.monotonic()
+
+    def check(self) -> StoreCheck:
+        """The last check of the store (made now if none is fresh)."""
+        with self._lock:
+            self._refresh()
+            assert self._check is not None
+            return self._check
+
+    def bundle(self, sha: str) -> bytes:
+        """Bundle ``sha`` as the last check's head lists it (``leaderboard.bundles``)."""
+        return checked_bundle(self.store, self.check(), sha)
 
     def body(self) -> bytes:
         with self._lock:
@@ -177,15 +192,14 @@ class RecordsCache:
             return self._sources.get(rel)
 
 
+class BoardServer(ThreadingHTTPServer):
+    """The page's server; ``records``: its checked view of the store (what it serves)."""
+
+    records: RecordsCache
+
+
 #: folders whose stored files ``serve`` answers as they are (each row links to its own)
 SOURCE_DIRS = ("records/", "withdrawals/", "keys/rotations/", "log/")
-
-
-def _bundle_file(store: Store, name: str) -> Path | None:
-    """The local store's bundle file ``bundles/<sha256>.tar.gz`` that ``name`` asks for."""
-    if not isinstance(store, LocalStore) or not name.startswith("bundles/"):
-        return None
-    return store.bundle_file(name.removeprefix("bundles/").removesuffix(".tar.gz"))
 
 
 def make_server(
@@ -196,7 +210,7 @@ def make_server(
     trust: Trust | None,
     ttl: float = 10.0,
     seen: SeenHeads | None = None,
-) -> ThreadingHTTPServer:
+) -> BoardServer:
     """A server for the page; call ``serve_forever()`` on it (``port=0``: any free port).
 
     ``trust``: the keys every row is checked against (None: nothing is checked, and the
@@ -240,9 +254,15 @@ def make_server(
                 msg = json.dumps({"error": str(exc), "hint": exc.hint}).encode()
                 self._send(503, msg, "application/json")
                 return
-            bundle = _bundle_file(store, name)
-            if bundle is not None:
-                self._send(200, bundle.read_bytes(), "application/gzip")
+            sha = bundle_sha(name.removeprefix(BUNDLES_DIR + "/"))
+            if name.startswith(BUNDLES_DIR + "/") and sha is not None:
+                try:
+                    data = cache.bundle(sha)
+                except PodiumError as exc:  # refused (409), or the store unreachable (503)
+                    msg = json.dumps({"error": str(exc), "hint": exc.hint}).encode()
+                    self._send(409 if isinstance(exc, StoreError) else 503, msg, "application/json")
+                    return
+                self._send(200, data, "application/gzip")
             elif name in STATIC_FILES:
                 self._send(200, static_bytes(name), STATIC_FILES[name])
             else:
@@ -256,10 +276,11 @@ def make_server(
             hint="choose one from 0 to 65535 (0: any free one)",
         )
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = BoardServer((host, port), Handler)
     except OSError as exc:
         raise _listen_error(host, port, exc) from exc
     server.daemon_threads = True
+    server.records = cache
     return server
 
 

@@ -20,6 +20,7 @@ from podium.cli import (
     competition_cmd,
     engine_cmd,
     harness_cmd,
+    heldout_cmd,
     keys_cmd,
     leaderboard_cmd,
     queue_cmd,
@@ -78,6 +79,7 @@ COMMAND_MODULES = (
     queue_cmd,
     worker_cmd,
     competition_cmd,
+    heldout_cmd,
     harness_cmd,
 )
 for _module in COMMAND_MODULES:

@@ -51,10 +51,23 @@ def describe(spec: ChallengeSpec, con: Console) -> None:
         )
     )
     con.print(text(f"engines    {', '.join(spec.engine.kinds)}"))
+    con.print(text(f"locked     {lock_state(spec)}"))
     for forbidden in spec.engine.forbidden:
         con.print(text(f"rule       {forbidden.message}"))
     con.print()
     print_knobs(con, knob_table(spec), title=f"knobs the {spec.id} challenge allows")
+
+
+def lock_state(spec: ChallengeSpec) -> str:
+    """``yes``, ``not needed`` or what is left to lock (``podium challenge lock``)."""
+    from verifier.lock import unlocked_parts
+
+    if not spec.check("isolation").get("enabled"):
+        return "not needed (the challenge requires no isolation)"
+    parts = unlocked_parts(spec)
+    if not parts:
+        return "yes"
+    return "no: " + "; ".join(f"{p.part} ({p.why})" for p in parts)
 
 
 def print_knobs(

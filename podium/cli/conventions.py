@@ -25,6 +25,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "verify",
         "keys",
         "report",
+        "heldout",
         "server",
         "competition",
         "queue",

@@ -26,18 +26,36 @@ def count_line(findings: list[Finding]) -> str:
 
 
 def print_findings(con: Console, findings: list[Finding]) -> None:
-    """One line per finding, its severity first: ``error [id] where: message``."""
+    """One row per finding, its severity first: ``error [id] where: message``, the hint
+    under it. Two columns, so that at any width a long message wraps under its own start
+    (a hanging indent), never back to column 0."""
     for f in findings:
-        line = Text("  ")
-        line.append(f"{f.severity:<7}", style="red" if f.is_error else "yellow")
-        line.append(f" [{f.check_id}]")
+        line = Text(f"[{f.check_id}]")
         if f.where:
             line.append_text(text(f" {f.where}"))
         line.append(": ")
         line.append_text(text(f.message))
-        con.print(line)
+        severity = Text(f"  {f.severity:<7} ", style="red" if f.is_error else "yellow")
+        print_hanging(con, severity, line)
         if f.hint:
-            con.print(text(f"          hint: {f.hint}", "dim"))
+            print_hanging(con, Text(" " * INDENT), text(f"hint: {f.hint}", "dim"))
+
+
+#: where a finding's text starts: after ``  warning `` (two spaces, the longest severity, one)
+INDENT = 10
+
+
+def print_hanging(con: Console, head: Text, body: Text) -> None:
+    """``head`` then ``body``, the body wrapped to the console's width under its own first
+    column (a hanging indent); as one line where output is not wrapped (a pipe: the console
+    soft-wraps) or on a console too narrow for the indent."""
+    width = con.width - INDENT
+    if con.soft_wrap or width < 20:
+        con.print(Text.assemble(head, body), soft_wrap=True)
+        return
+    for i, part in enumerate(body.wrap(con, width)):
+        part.rstrip()
+        con.print(Text.assemble(head if i == 0 else " " * INDENT, part), soft_wrap=True)
 
 
 def finish(

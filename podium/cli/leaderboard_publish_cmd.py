@@ -1,5 +1,6 @@
-"""``podium leaderboard publish``, ``sign-head``, ``withdraw`` and ``rotate-key``: the
-organizer's writes to a store, each signed with ``--key``. Mounted by ``leaderboard_cmd``.
+"""``podium leaderboard publish``, ``publish-bundle``, ``sign-head``, ``withdraw`` and
+``rotate-key``: the organizer's writes to a store, each signed with ``--key``. Mounted by
+``leaderboard_cmd``.
 """
 
 from __future__ import annotations
@@ -165,3 +166,41 @@ def rotate_key_cmd(
             + (" (old key REVOKED)" if revoke else "")
         ),
     )
+
+
+def publish_bundle_cmd(
+    bundles: Annotated[list[Path], typer.Argument(help="Bundle files (.tar.gz).")],
+    key: KeyOpt = None,
+    store: StoreOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Put submitted bundles into the store, each a leaf of the signed head (idempotent).
+
+    Each is stored as bundles/<sha256>.tar.gz; the page links a row to the bundle its
+    bundle_sha256 names, and serve and export --bundles hand it out only when its bytes
+    are those the signed head lists.
+
+    Example: podium leaderboard publish-bundle dist/entry.tar.gz --store ./lb --key organizer.pem
+    """
+    from leaderboard.publish import publish_bundle
+    from leaderboard.stores import open_store
+
+    set_json(json_out)
+    keypair = require_signing_key(key)
+    st = open_store(store)
+    done = []
+    for path in bundles:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read bundle {path}: {exc.strerror}", hint="pass a bundle file"
+            ) from exc
+        done.append({"file": str(path), **publish_bundle(st, keypair, data)})
+
+    def human(con: Console) -> None:
+        for d in done:
+            state = "added" if d["added"] else "already present"
+            con.print(text(f"{d['path']} ({d['bytes']} bytes): {state}"))
+
+    emit({"store": st.url, "bundles": done}, human)

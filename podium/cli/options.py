@@ -1,6 +1,7 @@
 """Options shared by every command, declared once so each means the same everywhere.
 
---challenge, -c   a shipped challenge name or a spec file. Default: the challenge
+--challenge, -c   a shipped challenge name, a spec file, a URL or an hf:// reference
+                  (``schemas.challenge.load_challenge``). Default: the challenge
                   the document at hand names (a bundle's manifest, podium.toml);
                   where there is none, $PODIUM_CHALLENGE, else ``tiny``. On the
                   leaderboard it filters rows, and its default is every challenge.
@@ -47,7 +48,10 @@ LogsOpt = Annotated[bool, typer.Option("--logs", help="Stream the image build lo
 BaseDigestOpt = Annotated[
     str | None,
     typer.Option(
-        "--base-digest", help="Pin the base image to this sha256:... without asking Docker."
+        "--base-digest",
+        help="Pin the base image to this sha256:...; a digest no local image confirms is "
+        "written as unchecked, which inspect, queue submit and intake refuse unless the "
+        "challenge spec confirms it.",
     ),
 ]
 
@@ -81,8 +85,9 @@ ChallengeOpt = Annotated[
     typer.Option(
         "--challenge",
         "-c",
-        help="Challenge name or spec file (default: the one the bundle or podium.toml names; "
-        f"else ${ENV_CHALLENGE}, else {DEFAULT_CHALLENGE}).",
+        help="Challenge: a name, a spec file, a URL or hf://datasets/ORG/NAME[/FILE] (default: "
+        f"the one the bundle or podium.toml names; else ${ENV_CHALLENGE}, else "
+        f"{DEFAULT_CHALLENGE}).",
         autocompletion=complete_challenges,
     ),
 ]
@@ -218,6 +223,7 @@ class RunnerKind(enum.StrEnum):
     """Where the engine under test runs (``verifier.runners.factory`` makes each)."""
 
     local_docker = "local-docker"
+    jail = "jail"
     process = "process"
     hf_jobs = "hf-jobs"
 
@@ -226,6 +232,7 @@ class LocalRunner(enum.StrEnum):
     """The runners that start the engine on this machine."""
 
     local_docker = "local-docker"
+    jail = "jail"
     process = "process"
 
 
@@ -233,8 +240,9 @@ RunnerOpt = Annotated[
     RunnerKind,
     typer.Option(
         "--runner",
-        help="local-docker: the sandbox (the only one that can give VERIFIED); process: a "
-        "plain process, no Docker; hf-jobs: an engine a server job serves.",
+        help="local-docker: the Docker sandbox; jail: a sandbox made with bubblewrap, no "
+        "Docker daemon (both can give VERIFIED); process: a plain process, no sandbox; "
+        "hf-jobs: an engine a server job serves.",
         case_sensitive=False,
     ),
 ]
@@ -242,7 +250,8 @@ LocalRunnerOpt = Annotated[
     LocalRunner,
     typer.Option(
         "--runner",
-        help="local-docker: the verifier's sandbox; process: a plain process, no Docker.",
+        help="local-docker: the verifier's Docker sandbox; jail: its bubblewrap sandbox, no "
+        "Docker daemon; process: a plain process, no sandbox.",
         case_sensitive=False,
     ),
 ]
@@ -298,6 +307,14 @@ def signing_key(path: Path | None) -> KeyPair | None:
                 hint="set it to a PEM file's path or its text (podium keys generate KEYFILE)",
             ) from None
     return load_private_key(Path(env)) if env else None
+
+
+def signing_key_path(path: Path | None) -> Path | None:
+    """The file ``signing_key`` reads the key from (None: none, or PEM text in the variable)."""
+    if path is not None:
+        return path
+    env = os.environ.get(ENV_KEY, "").strip()
+    return Path(env) if env and not env.startswith("-----BEGIN") else None
 
 
 def require_signing_key(path: Path | None) -> KeyPair:

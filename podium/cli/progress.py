@@ -14,18 +14,38 @@ from typing import Any
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Column
 from rich.text import Text
 
 from podium.events import Events
 from podium.untrusted import markup, text
 
 _MARK = {"ok": "[green]ok[/]", "failed": "[red]FAILED[/]", "skipped": "[yellow]skipped[/]"}
+#: the label column: the longest stage name a verification has (``reference-engine``); a
+#: longer label is cut to it, so the marks and bars after it keep their column
+LABEL_WIDTH = 16
+
+
+def label(name: str) -> str:
+    """``name`` padded or cut to the label column (cut with a trailing ``~``)."""
+    return name.ljust(LABEL_WIDTH) if len(name) <= LABEL_WIDTH else name[: LABEL_WIDTH - 1] + "~"
+
+
+class CountColumn(ProgressColumn):
+    """``done/total`` for a task that has a total; nothing for one that has none (a stage
+    whose length nobody knows shows its spinner and its time, never ``0/?``)."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None:
+            return Text("")
+        return Text(f"{int(task.completed)}/{int(task.total)}", style="progress.download")
 
 
 class RichEvents(Events):
@@ -38,9 +58,9 @@ class RichEvents(Events):
         self._bar = (
             Progress(
                 SpinnerColumn(),
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
+                TextColumn("{task.description}", table_column=Column(no_wrap=True)),
+                BarColumn(bar_width=20),
+                CountColumn(),
                 TimeElapsedColumn(),
                 console=console,
                 transient=True,
@@ -62,14 +82,14 @@ class RichEvents(Events):
         if status == "running":
             self._t0[name] = time.monotonic()
             if self._bar and name not in self._tasks:
-                self._tasks[name] = self._bar.add_task(name, total=None)
+                self._tasks[name] = self._bar.add_task(markup(label(name)), total=None)
             elif not self.live:
-                self.console.print(f"  {markup(name)} ...", highlight=False)
+                self.console.print(f"  {markup(label(name))} ...", highlight=False)
             return
         seconds = time.monotonic() - self._t0.get(name, time.monotonic())
         if self._bar and name in self._tasks:
             self._bar.remove_task(self._tasks.pop(name))
-        line = f"  {markup(name):<12} {_MARK.get(status, markup(status))}"
+        line = f"  {markup(label(name))} {_MARK.get(status, markup(status))}"
         if seconds >= 0.05:
             line += f" [dim]{seconds:.1f} s[/]"
         if note:
@@ -81,7 +101,7 @@ class RichEvents(Events):
             return
         task = self._tasks.get(stage)
         if task is None:
-            task = self._tasks[stage] = self._bar.add_task(stage, total=total)
+            task = self._tasks[stage] = self._bar.add_task(markup(label(stage)), total=total)
         self._bar.update(task, completed=done, total=total)
 
     def log(self, line: str) -> None:

@@ -119,7 +119,7 @@ def _generic_rows(prefix: str, values: dict[str, Any], skip: set[str]) -> list[t
     return rows
 
 
-def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def metric_rows(metrics: dict[str, Any], machine: str | None = None) -> list[tuple[str, str]]:
     """The metrics table: the known ones in their words, then every other member."""
     rows: list[tuple[str, str]] = []
     tps = metrics.get("tps") if isinstance(metrics.get("tps"), dict) else None
@@ -144,10 +144,7 @@ def metric_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
             rows.append(("PPL cap", _num(ppl["cap"], ".4f")))
         rows += _generic_rows("ppl.", ppl, _PPL_SHOWN)
     if metrics.get("speedup") is not None:
-        base = metrics.get("baseline_tps")
-        rows.append(
-            ("speed-up", f"{_num(metrics['speedup'])}x over the baseline's {_num(base, '.1f')} TPS")
-        )
+        rows.append(_speedup_row(metrics, machine))
     rest = {k: v for k, v in metrics.items() if k not in _KNOWN_METRICS and v is not None}
     rows += _generic_rows("", rest, set())
     return rows
@@ -174,11 +171,32 @@ def baseline_note(report: dict[str, Any]) -> str | None:
         )
     setup = "with the challenge's default config" if entry.config else ""
     return (
-        f"speed-up against the {cid} challenge's baseline: {entry.engine} {setup} on "
-        f"{entry.hardware}, {_num(entry.tps, '.1f')} TPS. It is the speed the plain reference "
-        "engine reaches on this hardware, so the speed-up says what the entry's tuning gained "
-        "over it"
+        f"speed-up against the {cid} challenge's baseline: {entry.engine} {setup}, "
+        f"{_num(entry.tps, '.1f')} TPS measured on {entry.hardware}. It was measured on that "
+        "machine, not on this run's: where the two differ, the speed-up is a reference, not "
+        "what the entry's tuning gained here (verify the baseline's own entry on this machine "
+        "for that)"
     ).replace("  ", " ")
+
+
+def baseline_machine(report: dict[str, Any]) -> str | None:
+    """The machine the report's baseline TPS was measured on, as the challenge names it."""
+    from schemas.challenge import list_challenges, load_challenge
+
+    base = (report.get("metrics") or {}).get("baseline_tps")
+    cid = (report.get("challenge") or {}).get("id")
+    if not isinstance(base, (int, float)) or cid not in list_challenges():
+        return None
+    spec = load_challenge(str(cid))
+    entry = next((b for b in spec.tps.baselines or [] if b.tps == base), None)
+    return entry.hardware if entry is not None else None
+
+
+def _speedup_row(metrics: dict[str, Any], machine: str | None) -> tuple[str, str]:
+    base = metrics.get("baseline_tps")
+    where = f" on {machine.split(', the ')[0]}" if machine else ""
+    speedup = _num(metrics["speedup"])
+    return "speed-up", f"{speedup}x over the baseline's {_num(base, '.1f')} TPS{where}"
 
 
 def tps_warning(metrics: dict[str, Any], max_cv: float | None = None) -> str | None:
@@ -223,7 +241,7 @@ def _headline(report: dict[str, Any]) -> Text:
     return line
 
 
-def summary_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def summary_rows(metrics: dict[str, Any], machine: str | None = None) -> list[tuple[str, str]]:
     """What a participant reads first: the TPS with its interval, the TPS they reported,
     the PPL against the cap, the speed-up. Every other member is in ``metric_rows``."""
     rows: list[tuple[str, str]] = []
@@ -247,10 +265,7 @@ def summary_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
             shown += f" ({'over' if over else 'under'} the cap, {_num(cap, '.4f')})"
         rows.append(("PPL", shown))
     if metrics.get("speedup") is not None:
-        base = metrics.get("baseline_tps")
-        rows.append(
-            ("speed-up", f"{_num(metrics['speedup'])}x over the baseline's {_num(base, '.1f')} TPS")
-        )
+        rows.append(_speedup_row(metrics, machine))
     return rows
 
 
@@ -306,7 +321,8 @@ def render_report(
     con.print(_headline(report))
     con.print(signature.line())
     metrics = report.get("metrics") or {}
-    rows = metric_rows(metrics) if details else summary_rows(metrics)
+    machine = baseline_machine(report)
+    rows = metric_rows(metrics, machine) if details else summary_rows(metrics, machine)
     if rows:
         con.print(fit(_metrics_table(rows), pairs=True))
         note = baseline_note(report)
@@ -315,16 +331,12 @@ def render_report(
     checks = [c for c in report.get("checks") or [] if isinstance(c, dict)]
     findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
     # the summary lists each check that did not pass once: by its finding (the message and
-    # the hint) when it has one, else by its own row
+    # the hint) when it has one, else by its own row (a skipped one too, with its reason)
     explained = {f.get("check_id") for f in findings}
     shown = (
         checks
         if details
-        else [
-            c
-            for c in checks
-            if c.get("status") not in ("pass", "skip") and c.get("id") not in explained
-        ]
+        else [c for c in checks if c.get("status") != "pass" and c.get("id") not in explained]
     )
     if checks and not details:
         con.print(text(_check_counts(checks)))

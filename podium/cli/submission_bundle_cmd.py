@@ -78,6 +78,8 @@ def package_cmd(
             f"\n   bundle {result.bundle.path} ({result.bundle.size:,} bytes, "
             f"sha256 {result.bundle.sha256[:16]}...)"
         )
+    if result.bundle:
+        line += _base_line(directory)
     if result.image:
         line += (
             f"\n   image  {result.image['tag']} ({result.image['image_id'][:19]}, "
@@ -93,6 +95,21 @@ def package_cmd(
     )
 
 
+def _base_line(directory: Path) -> str:
+    """The base pin as frozen, and what an unchecked one means for the doors after."""
+    import json
+
+    base = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))["engine"]
+    base = base["base_image"]
+    shown = f"{base['ref'].split('@')[0]}@{base['digest'][:19]}..."
+    if not base.get("unchecked"):
+        return f"\n   base   {shown} (checked: a local image holds it)"
+    return (
+        f"\n   base   {shown} (unchecked: no local image holds it; inspect, queue submit "
+        "and the verifier refuse it unless the challenge spec confirms that digest)"
+    )
+
+
 def inspect_cmd(
     bundle: Annotated[Path, typer.Argument(help="A bundle .tar.gz.")],
     challenge: ChallengeOpt = None,
@@ -101,7 +118,9 @@ def inspect_cmd(
     """Open a bundle exactly as the verifier's intake does, and report what it finds.
 
     The bundle is checked against the challenge's rules: --challenge when given, else the
-    one its manifest names.
+    one its manifest names. Its base image is shown checked (a local image confirmed the
+    digest at freeze) or unchecked; an unchecked base the challenge spec does not confirm,
+    or an all-zero digest, is refused (bundle.base-unchecked).
 
     Examples:
 
@@ -115,12 +134,14 @@ def inspect_cmd(
 
     set_json(json_out)
     spec = resolve_challenge(challenge, None if challenge else bundle_challenge(bundle))
+    from submission.base_pin import base_findings
     from verifier.checks.intake import rule_findings
 
     with tempfile.TemporaryDirectory(prefix="podium-inspect-") as tmp:
         opened = open_bundle(bundle, Path(tmp), limits=spec.limits)
         m = opened.manifest
-        findings = [*opened.findings, *rule_findings(m, spec)]
+        findings = [*opened.findings, *rule_findings(m, spec), *base_findings(m, spec)]
+        base = m.engine.base_image
         data = {
             "bundle": str(bundle),
             "sha256": opened.sha256,
@@ -132,13 +153,16 @@ def inspect_cmd(
             "entry": m.entry,
             "engine": m.engine.kind,
             "files": len(m.files),
+            "base_image": base.to_dict(),
             "findings": [f.to_dict() for f in findings],
         }
         remove_opened(opened)
+    checked = "unchecked" if base.unchecked else "checked"
     finish(
         data,
         findings,
         f"{bundle}: {m.team}/{m.entry}, {m.engine.kind} engine, {len(m.files)} files, "
+        f"base {base.ref.split('@')[0]}@{base.digest[:19]}... ({checked}), "
         f"within the {spec.id} challenge's rules",
         f"podium submission selfcheck {quoted(bundle)}",
     )
@@ -166,9 +190,13 @@ def selfcheck_cmd(
 
       podium submission selfcheck out/podium-tiny-baseline.tar.gz --runner process --json
     """
+    from podium.extras import SELFCHECK_MODULES, require_installed
     from submission.bundle import package
 
     set_json(json_out)
+    require_installed("selfcheck", SELFCHECK_MODULES, extra="engine")
+    if runner is LocalRunner.local_docker:
+        require_installed("selfcheck in Docker", ("docker",), extra="docker")
     if not source.exists():
         raise UsageError(
             f"no such directory or bundle: {source}",

@@ -84,11 +84,13 @@ def run_verification(
     logs: bool,
     source: Path | None = None,
     details: bool = False,
+    key_path: Path | None = None,
 ) -> int:
     """Run the pipeline on ``bundle`` and print the one report rendering; the exit code.
 
     ``source`` is the directory a self-check packaged the bundle from (for the next step);
-    ``details`` prints every metric and check, not only what a participant reads first.
+    ``details`` prints every metric and check, not only what a participant reads first;
+    ``key_path`` is the signing key's file, when it came from one (for the next step).
     """
     quiet_library_bars()
     from verifier.pipeline import VerifyRequest
@@ -126,29 +128,36 @@ def run_verification(
     }
     if publish:
         result["published"] = _publish(outcome, key, publish)
-    max_cv = getattr(spec.tps, "max_cv", None)
+    sig = _signature(outcome, key, self_check=self_check, denied=denied)
+    step = _next_step(
+        outcome, result, self_check=self_check, source=source, paths=(bundle, key_path)
+    )
 
     def human(con: Console) -> None:
-        sig = _signature(outcome, key, self_check=self_check, denied=denied)
-        more = (
-            f"every metric and check: podium report show "
-            f"{shlex.quote(str(outcome.report_path))} --details (or --json)"
-        )
-        render_report(con, outcome.report, sig, max_cv=max_cv, details=details, more=more)
-        con.print(f"report: {markup(outcome.report_path)}")
-        if outcome.evidence_path is not None:
-            con.print(
-                f"evidence: {markup(outcome.evidence_path)} (the organizer's: every value in "
-                "full, never to be published)",
-                style="dim",
-            )
+        _print_outcome(con, outcome, sig, getattr(spec.tps, "max_cv", None), details=details)
         _print_published(con, result.get("published"))
-        con.print(
-            f"next: {markup(_next_step(outcome, result, self_check=self_check, source=source))}"
-        )
+        con.print(f"next: {markup(step)}")
 
     emit({**result, "report_document": outcome.report}, human)
     return exit_code(outcome.verdict)
+
+
+def _print_outcome(
+    con: Console, outcome: Outcome, sig: Signature, max_cv: float | None, *, details: bool
+) -> None:
+    """The report, then where it and the organizer's evidence lie."""
+    more = (
+        f"every metric and check: podium report show "
+        f"{shlex.quote(str(outcome.report_path))} --details (or --json)"
+    )
+    render_report(con, outcome.report, sig, max_cv=max_cv, details=details, more=more)
+    con.print(f"report: {markup(outcome.report_path)}")
+    if outcome.evidence_path is not None:
+        con.print(
+            f"evidence: {markup(outcome.evidence_path)} (the organizer's: every value in "
+            "full, never to be published)",
+            style="dim",
+        )
 
 
 def _verify(req: VerifyRequest, runner: str, denied: str | None, *, logs: bool) -> Outcome:
@@ -185,9 +194,20 @@ def _signature(
 
 
 def _next_step(
-    outcome: Any, result: dict[str, Any], *, self_check: bool, source: Path | None
+    outcome: Any,
+    result: dict[str, Any],
+    *,
+    self_check: bool,
+    source: Path | None,
+    paths: tuple[Path, Path | None],
 ) -> str:
+    """The next command, with the paths this run knows (the bundle, the key's file) in it;
+    a placeholder only for what it cannot know (the store a report goes to)."""
+    bundle, key_path = paths
     report = shlex.quote(str(outcome.report_path))
+    key = shlex.quote(str(key_path)) if key_path else "KEYFILE"
+    pub = key_path.with_name(key_path.name + ".pub") if key_path else None
+    pubkey = shlex.quote(str(pub)) if pub and pub.is_file() else "KEYFILE.pub"
     if outcome.verdict == "FAILED":
         log = outcome.report.get("organizer_log")
         where = (
@@ -200,9 +220,14 @@ def _next_step(
         where = shlex.quote(str(source)) if source else "DIR"
         if outcome.verdict == "REJECTED":
             return f"fix the findings above, then run `podium submission validate {where}`"
+        # a directory is packaged again with its image (package names the bundle it writes);
+        # a bundle self-checked as it is goes as it is
+        from_dir = source is not None and source.is_dir()
+        step = f"package it (`podium submission package {where}`) and " if from_dir else ""
+        named = "BUNDLE" if from_dir else shlex.quote(str(bundle))
         return (
-            f"package it (`podium submission package {where}`) and hand the bundle to the "
-            "organizers, e.g. `podium submission push BUNDLE --repo ORG/NAME`"
+            f"{step}hand the bundle to the organizers, e.g. "
+            f"`podium submission push {named} --repo ORG/NAME`"
         )
     if result.get("unsandboxed"):
         return (
@@ -211,20 +236,23 @@ def _next_step(
     published = result.get("published") or {}
     if published.get("ok"):
         store = shlex.quote(str(published.get("store")))
-        return f"podium leaderboard show --store {store} --pubkey KEYFILE.pub"
+        return f"podium leaderboard show --store {store} --pubkey {pubkey}"
     if not outcome.signed:
         return "sign it: rerun with --key KEYFILE (create one with `podium keys generate KEYFILE`)"
-    return f"podium leaderboard publish {report} --key KEYFILE --store STORE"
+    return f"podium leaderboard publish {report} --key {key} --store STORE"
 
 
 def _publish(outcome: Any, keypair: KeyPair | None, store_url: str) -> dict[str, Any]:
     from leaderboard.publish import publish_reports
     from leaderboard.stores import open_store
     from podium.errors import PodiumError
+    from verifier.scale.queue.hold import Hold
 
     assert keypair is not None
     if outcome.verdict == "FAILED" or not outcome.signed:
         return {"ok": False, "reason": "only complete, signed reports are published"}
+    # the run's length shows no finer than the report's finished (verifier.scale.queue.hold)
+    Hold().until(outcome.report)
     try:
         published = publish_reports([outcome.report], open_store(store_url), keypair)
     except PodiumError as exc:

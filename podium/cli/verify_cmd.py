@@ -17,6 +17,7 @@ from podium.cli.options import (
     RunnerOpt,
     out_option,
     signing_key,
+    signing_key_path,
 )
 from podium.cli.output import set_json
 from podium.cli.verification import refuse_secrets_unsandboxed, run_verification
@@ -59,7 +60,9 @@ def verify_cmd(
         str | None,
         typer.Option(
             "--publish",
-            help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME.",
+            help="Publish the signed result to this store: ./dir or hf://datasets/ORG/NAME; "
+            "held until the grid point after the report's finished (up to 30 minutes), "
+            "so the run's length shows no finer than the report says.",
         ),
     ] = None,
     runner: RunnerOpt = RunnerKind.local_docker,
@@ -80,6 +83,7 @@ def verify_cmd(
             reported_tps=reported_tps,
             heldout=heldout,
             key=None if denied else signing_key(key),
+            key_path=None if denied else signing_key_path(key),
             publish=publish,
             self_check=False,
             logs=logs,

@@ -15,12 +15,14 @@ from typing import Annotated, Any
 import typer
 
 from podium.cli.options import (
+    ChallengeOpt,
     HeldoutOpt,
     JsonOpt,
     KeyOpt,
     LocalRunner,
     LocalRunnerOpt,
     QueueOpt,
+    load_named_challenge,
     out_option,
     require_heldout,
     require_signing_key,
@@ -32,6 +34,8 @@ WORKER_HELP = """\
 Claim a request from the queue, verify it, publish the record, mark the request, repeat.
 A lease (renewed in the background) makes a crashed worker's request come back; the
 first SIGINT/SIGTERM finishes the current request then stops, a second releases it.
+A run's end shows only at the 30-minute grid point after its report's finished: the
+worker holds the record and the mark until then (docs/scale.md, "The hold").
 
 Examples:
 
@@ -40,8 +44,16 @@ Examples:
 
   podium worker --queue ./queue --store ./leaderboard-data --key k.pem --once
 
+  podium worker -c fast-gemma.locked.json --queue hf://datasets/org/podium-queue
+  --store hf://datasets/org/board --key keys/organizer.pem --heldout /secure/heldout
+
   podium worker --server https://org-podium.hf.space --worker-token "$W" --runner
   local-docker --key organizer.pem --heldout /secure/heldout
+
+With --challenge (a name, a spec file, a URL or hf://...), requests of that challenge are
+verified against that spec (others against podium's shipped spec of their id); a spec
+that requires isolation must be locked (podium challenge lock) and pin the key the
+worker signs with, or the worker refuses to start, naming each part to lock.
 """
 
 
@@ -49,6 +61,7 @@ DISPATCH_HELP = """\
 Claim requests and verify each on a jobs service: a server job (the participant's
 rebuilt image on --flavor, no secrets) and a harness job (podium's image on a CPU
 flavour with the held-out set and the signing key) in one private network group.
+Each request's end is held to the 30-minute grid point after its report's finished.
 
 Which rows it can make VERIFIED: a jobs service has no egress switch, so the server job
 is not sandboxed, and a challenge that requires integrity.isolation gets UNOFFICIAL rows
@@ -63,6 +76,10 @@ Examples:
   --image-repo registry.example.org/podium-entries --heldout hf://datasets/org/heldout
 
   podium dispatch --backend local --queue ./queue --store ./board --key k.pem --once
+
+With --challenge, requests of that challenge are verified against that spec; the harness
+job loads it by the same reference, so a spec of the organizer's own is given as a URL or
+hf://datasets/ORG/NAME/challenge.json (a shipped name works too).
 """
 
 
@@ -115,6 +132,7 @@ def _summary(handled: list[Any]) -> int:
 
 def worker_cmd(
     queue: QueueOpt = None,
+    challenge: ChallengeOpt = None,
     store: PublishOpt = None,
     key: KeyOpt = None,
     runner: LocalRunnerOpt = LocalRunner.local_docker,
@@ -134,15 +152,22 @@ def worker_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     from leaderboard.stores import open_store
+    from verifier.lock import require_locked
     from verifier.runners.factory import reference_runner
+    from verifier.scale.resources import spec_source
     from verifier.scale.worker import Worker, WorkerConfig, sandboxed_runner
 
     set_json(json_out)
     new_runner = sandboxed_runner(runner.value)
+    signer = require_signing_key(key)
+    spec = load_named_challenge(challenge, "--challenge") if challenge else None
+    if spec is not None:
+        require_locked(spec, signer=signer)
     cfg = WorkerConfig(
         queue=work_queue(queue, server, worker_token, store),
         store=open_store(store) if store else None,
-        key=require_signing_key(key),
+        key=signer,
+        spec_for=spec_source(spec),
         runner=new_runner,
         out_dir=out,
         heldout=require_heldout(heldout),
@@ -180,6 +205,7 @@ def work_queue(queue: str | None, server: str | None, token: str | None, store: 
 
 def dispatch_cmd(
     queue: QueueOpt = None,
+    challenge: ChallengeOpt = None,
     store: PublishOpt = None,
     key: KeyOpt = None,
     backend: Annotated[
@@ -210,6 +236,8 @@ def dispatch_cmd(
     from verifier.scale.dispatch.dispatcher import DispatchConfig, Dispatcher
 
     set_json(json_out)
+    spec = load_named_challenge(challenge, "--challenge") if challenge else None
+    refs = resources.remote_challenge(challenge, spec)
     q = resources.existing_queue(queue)
     require_heldout(heldout)
     jobs = resources.jobs_backend(backend.value, namespace=namespace, image_repo=image_repo)
@@ -226,6 +254,8 @@ def dispatch_cmd(
         harness_flavor=harness_flavor,
         max_concurrent=max_concurrent,
         lease_s=lease,
+        spec_for=resources.spec_source(spec),
+        challenge_refs=refs,
     )
     image = resources.harness_image(backend.value, harness_image)  # rehearsals build it here
     if image:

@@ -192,20 +192,13 @@ def heldout_available(spec: ChallengeSpec) -> bool:
 
 
 def require_extras(search: bool) -> None:
-    """The sweep's optional modules are installed (optuna only for ``search``), else a
-    ``UsageError`` naming the pip line."""
-    import importlib.util
+    """The sweep's optional modules are installed (optuna only for ``search``; torch and
+    transformers for the pipeline each point runs), else a ``MissingExtraError`` naming the
+    README's line for the sweep."""
+    from podium.extras import SELFCHECK_MODULES, require_installed
 
-    missing = [
-        m
-        for m in (["optuna"] if search else []) + ["matplotlib"]
-        if importlib.util.find_spec(m) is None
-    ]
-    if missing:
-        raise UsageError(
-            f"the sweep needs {' and '.join(missing)}, which are not installed",
-            hint="pip install 'podium[sweep]'",
-        )
+    needs = (*(("optuna",) if search else ()), "matplotlib", *SELFCHECK_MODULES)
+    require_installed("the sweep", needs, extra="sweep")
 
 
 def run_sweep(
@@ -251,7 +244,9 @@ def finish(sweeper: Sweeper) -> SweepResult:
     try:
         from submission.sweep.plot import plot
     except ImportError:  # the sweep extra's matplotlib
-        result.notes.append("no plot: pip install 'podium[sweep]' (matplotlib)")
+        from podium.extras import install_hint
+
+        result.notes.append(f"no plot (matplotlib): {install_hint('sweep')}")
     else:
         result.plot = plot(result.answer, req.out / "sweep.png", title=_title(req))
     (req.out / "answer.json").write_text(_json(result.to_dict()), encoding="utf-8")

@@ -3,6 +3,7 @@
 On the GPU machine (no Docker there: engines run as plain processes):
 
     bash bench/gpu.sh -k verifications    # installs the carried wheels it lacks, then these
+    bash bench/gpu.sh -k jail             # the jail runner's part (bubblewrap carried)
 
 ``test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats`` is
 ``calibration/gpu_verify.py``, one test per row (about 50 minutes on an H200 for all of them:
@@ -58,6 +59,37 @@ def test_whole_verifications_on_the_gpu_pass_honest_entries_and_reject_cheats(
         assert run["ok"], (row.name, run.get("verdict"), run.get("failure"), run.get("error"))
         if not (row.replays and run.get("no_repeat")):
             assert run["verdict"] == "REJECTED", row.name
+    assert code == 0
+
+
+def _jail_rows() -> list[Any]:
+    from calibration import gpu_verify
+
+    return [pytest.param(row, id="jail-" + _id(row.name)) for row in gpu_verify.jail_rows()]
+
+
+@pytest.mark.parametrize("row", _jail_rows())
+def test_through_the_jail_honest_entries_are_verified_and_signed_and_cheats_rejected(
+    cuda: Any, gpu_out: Path, row: Any
+) -> None:
+    """``calibration.gpu_verify --runner jail``, one run of one row: an honest fp32, bf16
+    or window-16 entry VERIFIED and signed on the held-out set, every cheat REJECTED, as
+    under the process runner (``$OUT/gpu_verify_jail.json``). Needs bubblewrap
+    (``bench/gpu.sh`` unpacks the carried .deb where the machine has none)."""
+    from calibration import gpu_verify
+    from verifier.runners.jail_plan import refused
+
+    if (why := refused()) is not None:
+        pytest.fail(f"no jail on this GPU host: {why}")
+    out = gpu_out
+    args = ["--out", str(out), "--runner", "jail", "--only", row.name, "--runs", "1"]
+    code = gpu_verify.main([*args, "--append"])
+    runs = json.loads((out / gpu_verify.JAIL_RESULT).read_text())["runs"]
+    (run,) = [r for r in runs if r["name"] == row.name]
+    said = (row.name, run.get("verdict"), run.get("failing_checks"), run.get("failure"))
+    assert run["ok"], (*said, run.get("error"))
+    if row.kind == "honest":
+        assert run["verdict"] == "VERIFIED" and run["signed"], said
     assert code == 0
 
 

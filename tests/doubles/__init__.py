@@ -88,6 +88,7 @@ CATALOGUE: dict[str, Double] = {
         ("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path"),
         "bought",
     ),
+    "ForgedVllm": Double(("engine.not-vllm", "integrity.same-path"), "bought"),
     # replay
     "CachedReplies": Double(("integrity.caching",), "replay", ("cache_replies",)),
     "ReplayCheapControls": Double(
@@ -101,6 +102,9 @@ CATALOGUE: dict[str, Double] = {
     "CorpusReplay": Double(("integrity.controls",), "corpus", ("known_prompts",)),
     "CorpusReplayPaced": Double(("integrity.controls",), "corpus"),
     "CorpusReplayVerified": Double(("integrity.controls",), "corpus"),
+    "CorpusReplayServingControlsAlone": Double(
+        ("integrity.controls",), switches=("known_prompts", "paced_known", "serial_unknown")
+    ),
     "CorpusReplayLossyControls": Double(
         ("integrity.controls", "integrity.reference-decode"),
         switches=("known_prompts", "lossy_unknown"),

@@ -18,7 +18,17 @@ A declared lever it does not use (``KV_CACHE_DTYPE``) is the bundle's frozen con
 this class's: the baseline engine ignores that knob. None of it may move a verdict: the
 decode is judged by ``integrity.reference-decode`` against the spec's budget, a withheld
 top fails ``ppl.reference-mismatch``, and a declared KV cache widens
-``integrity.same-path`` only where vLLM shows it in effect.
+``integrity.same-path`` only where podium made it true (the pinned vLLM image, rebuilt by
+the verifier, started by podium's own launcher: ``verifier.checks.vllm_image``).
+
+``ForgedVllm`` is the same engine posing as vLLM: a ``kind = "vllm"`` entry that runs
+podium's baseline engine, declares ``KV_CACHE_DTYPE = "fp8"`` and, as it loads, prints
+the ``non-default args:`` line vLLM would print for its frozen knobs (``FORGE_VLLM_ARGS``:
+the dict's text), so the engine's own account of itself matches what it froze. It once
+bought the KV cache's widening of ``integrity.same-path`` and spent it on a lossy decode
+(``BUY_LOSSY_NATS``): VERIFIED at 1.39x the honest TPS. Now its image is
+``engine.not-vllm`` at intake where it starts the baseline, and judged against the plain
+budget of ``integrity.same-path`` where its launcher only bears podium's name.
 """
 
 from __future__ import annotations
@@ -84,3 +94,19 @@ class BuysAllowance(BaselineEngine):
                 self._own_window = int(config.sliding_window)
             config.sliding_window = int(window) if prompt_logprobs is None else self._own_window
         return super().start(prompt_ids, sampling, prompt_logprobs)
+
+
+class ForgedVllm(BuysAllowance):
+    """``BuysAllowance`` that logs a vLLM ``non-default args:`` line as it loads."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        import sys
+
+        forged = os.environ.get("FORGE_VLLM_ARGS")
+        if forged:
+            sys.stderr.write(
+                "(APIServer pid=1) INFO 12-06 04:00:00 [api_utils.py:286] "
+                f"non-default args: {forged}\n"
+            )
+            sys.stderr.flush()
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]

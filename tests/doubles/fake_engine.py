@@ -11,8 +11,10 @@ instead of log-probabilities, logprobs scaled toward 0, ranks that contradict th
 a forged scoring of its own answers, wrong prompt ids, one answer replayed for every
 prompt, lying usage, early stops, EOS padding, garbage in the second half of answers,
 ids outside the vocabulary, answers replayed from a cache or from a table of a known
-corpus (its other prompts decoded off the argmax path, or not), a decode path that differs
-from the scoring path (everywhere, or for chat requests only), a speed that jumps,
+corpus (its other prompts decoded off the argmax path, or not; its replays paced to look
+computed, and what it cannot replay computed one at a time, its real capacity), a decode
+path that differs from the scoring path (everywhere, or for chat requests only), a speed
+that jumps,
 hanging, crashing. ``rate`` paces generation at exactly that many tokens per second on
 each connection's own clock: a request starts where the connection's previous one ended
 when it arrives within ``CREDIT_S`` of that end (the few milliseconds of HTTP and thread
@@ -108,6 +110,11 @@ class Misbehave:
     #: request for one of them is answered at once, from a table made at start-up
     known_prompts: tuple[str, ...] = ()
     lossy_unknown: bool = False  # a prompt it does not know is decoded off the argmax path
+    #: known prompts replayed paced at ``rate`` (each looks computed), not at once
+    paced_known: bool = False
+    #: a prompt it does not know is computed alone, one at a time through one lock (its
+    #: real capacity: it serialises), while known ones are replayed outside the lock
+    serial_unknown: bool = False
     hang: bool = False  # never answers completions
     crash_after: int | None = None  # drop the connection from request N+1 on
 
@@ -170,7 +177,11 @@ class _Handler(BaseHTTPRequestHandler):
             if body.get("stream"):
                 self._stream(answer, gen, started, body)
                 return
-            self._ended = engine.pace(started, len(gen), body)
+            if body.get("_serial"):  # computed alone: it waits for the one compute slot
+                with engine.compute:
+                    self._ended = engine.pace(time.perf_counter(), len(gen), body)
+            else:
+                self._ended = engine.pace(started, len(gen), body)
             self._send(200, answer)
 
     def _stream(self, answer: dict[str, Any], gen: list[int], started: float, body: Any) -> None:
@@ -227,6 +238,8 @@ class FakeEngine:
         self._repeating = False
         self._busy = 0
         self._lock = threading.Lock()
+        #: the one compute slot of an engine that serialises (``Misbehave.serial_unknown``)
+        self.compute = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.engine = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -421,9 +434,13 @@ class FakeEngine:
         chat = path.endswith("/chat/completions")
         if generation and self.bad.known_prompts:
             if self._text_of(body) in self.bad.known_prompts:
-                body["_cached"] = True  # replayed from the table, at once
-            elif self.bad.lossy_unknown:
-                body["_lossy"] = True
+                if not self.bad.paced_known:
+                    body["_cached"] = True  # replayed from the table, at once
+            else:
+                if self.bad.lossy_unknown:
+                    body["_lossy"] = True
+                if self.bad.serial_unknown:
+                    body["_serial"] = True
         prompt = self._prompt_ids(path, body)
         with self._lock:
             if body.get("prompt_logprobs") is None:

@@ -2,8 +2,10 @@
 
 - ``Honest``: the baseline unchanged, the yardstick every cheat is measured against.
 - ``Undeclared``: an approximation the engine makes on every path without declaring it
-  (a window of ``UNDECLARED_WINDOW``, weights rounded to ``UNDECLARED_QUANT``), as a
-  custom engine's own approximation would be. The verifier's reference runs the
+  (a window of ``UNDECLARED_WINDOW``, weights rounded to ``UNDECLARED_QUANT``, keys and
+  values rounded to fp8 with ``UNDECLARED_KV=fp8``: the stand-in for an fp8 KV cache
+  where vLLM's CPU build cannot serve one), as a custom engine's own approximation
+  would be. The verifier's reference runs the
   unmodified model and judges it by the quality budget alone (``ppl.cap``,
   ``integrity.reference-decode`` must stay quiet inside the cap).
 - ``NgramLookup``: honest speculative decoding by n-gram lookup in the prompt and the
@@ -37,6 +39,20 @@ class Undeclared(BaselineEngine):
         if os.environ.get("UNDECLARED_QUANT"):
             kwargs["quantization"] = os.environ["UNDECLARED_QUANT"]
         super().__init__(*args, **kwargs)
+        if os.environ.get("UNDECLARED_KV") == "fp8":
+            self._round_keys_and_values()
+
+    def _round_keys_and_values(self) -> None:
+        """Every key and value projection's output rounded to float8 e4m3 (scale 1, as an
+        fp8 KV cache without scales stores it), on the scoring and the decoding path alike."""
+        import torch
+
+        def to_fp8(_module: Any, _inputs: Any, output: torch.Tensor) -> torch.Tensor:
+            return output.to(torch.float8_e4m3fn).to(output.dtype)
+
+        for name, module in self.model.named_modules():
+            if name.endswith((".k_proj", ".v_proj")):
+                module.register_forward_hook(to_fp8)
 
 
 class NgramLookup(BaselineEngine):

@@ -7,6 +7,12 @@ in-container probe report of one), so the isolation check passes and the pipelin
 VERIFIED path runs without Docker. It is
 for tests of the verdict's logic and of cheating engines; the real sandbox is tested in
 ``tests/verifier/test_verify_e2e.py``.
+
+``DisguisedVllmSandbox`` stands for the image of a ``kind = "vllm"`` entry whose launcher
+(``engine/engines/vllm_launcher``, same name, other code) starts podium's baseline engine
+from ``engine/engines/baseline`` instead of vLLM: it runs that engine on the bundle's frozen
+config, as such an image would, and builds nothing (its ``ImageFacts`` name no base), as
+the process runner builds nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from schemas.challenge import ChallengeSpec
 from verifier.evidence import IsolationEvidence
 from verifier.intake import Intake
 from verifier.runners.base import EngineHandle, ImageFacts, RunnerInfo
+from verifier.runners.bundle_process import BundleProcess
 from verifier.runners.process import ProcessRunner
 
 #: a closed sandbox as the Docker engine reports it (the members the isolation check reads)
@@ -51,7 +58,7 @@ def closed_sandbox(forbidden_paths: list[Path]) -> IsolationEvidence:
 
 
 class VerifyingSandbox(ProcessRunner):
-    info = RunnerInfo(name="test-sandbox", can_verify=True, sandboxed=True)
+    info = RunnerInfo(name="test-sandbox", can_verify=True, sandboxed=True, rebuilds=False)
 
     def __init__(self, *, image_bytes: int | None = None, env: dict[str, str] | None = None):
         super().__init__(env=env)
@@ -72,3 +79,20 @@ class VerifyingSandbox(ProcessRunner):
 
     def isolation(self, handle: EngineHandle, *, forbidden_paths: list[Path]) -> IsolationEvidence:
         return closed_sandbox(forbidden_paths)
+
+
+class DisguisedVllmSandbox(VerifyingSandbox):
+    def prepare(
+        self, intake: Intake, spec: ChallengeSpec, *, on_log: Callable[[str], None]
+    ) -> ImageFacts:
+        assert intake.root is not None and intake.manifest is not None, "intake failed"
+        root = intake.root
+        self.bundle = BundleProcess(
+            engine_root=root / "engine",
+            env=dict(intake.manifest.engine.env or {}),
+            args=["--config", str(root / "engine-config.json")],
+        )
+        self.engine_root = self.bundle.engine_root
+        self.served_model_name = intake.manifest.engine.served_model_name or "model"
+        on_log(f"disguised vLLM: the baseline engine from {self.engine_root}")
+        return ImageFacts(id="sha256:" + "1" * 64, size_bytes=self.image_bytes or 1)

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from doubles import carry, engine_class
 from doubles.sandbox import VerifyingSandbox
+from verdicts import TIMING_CHECKS
 
 from podium.cli.verification import exit_code
 from schemas.challenge import load_challenge
@@ -32,7 +33,11 @@ from submission.bundle import package
 from verifier.pipeline import VerifyRequest, verify
 from verifier.runners.reference_engine import reference_runner
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # every test reads the TPS it measured
+# Every verdict here reads the run's own clock, compared within the run (controls against the
+# other timed answers of the same trials) and judged by the check's noise rule, so the file
+# runs beside other tests: a loaded machine can leave the honest run or the 1.5x replayer
+# unjudged (FAILED), never VERIFIED where it replays, never REJECTED where it computes.
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "podium" / "data" / "tiny" / "heldout-prompts.jsonl"
@@ -100,7 +105,7 @@ def honest(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """The yardstick, with its fresh controls: no rule broken (a busy machine may leave its
     trials in disagreement, which is FAILED, never REJECTED)."""
     result = run(bundle, tmp_path_factory.mktemp("honest"), "Honest")
-    assert result.errors <= {"tps.unstable"}, result.report["findings"]
+    assert result.errors <= TIMING_CHECKS, result.report["findings"]
     return result
 
 
@@ -188,7 +193,7 @@ def test_a_corpus_replayed_at_a_well_tuned_engines_pace_is_never_verified(
         expect_rejected(cheat, honest, gain=None)
         return
     assert_within_noise(cheat)  # and nothing else wrong with the run
-    assert cheat.errors <= {"tps.unstable"}, why
+    assert cheat.errors <= TIMING_CHECKS, why
 
 
 def test_a_corpus_replay_verified_by_a_teacher_forced_pass_and_extended_while_the_verifier_waits_is_rejected(  # noqa: E501

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from doubles import carry, engine_class
 from doubles.sandbox import VerifyingSandbox
+from verdicts import TIMING_CHECKS
 
 from schemas.challenge import load_challenge
 from submission.bundle import package
@@ -151,5 +152,4 @@ def test_a_decode_inside_the_budget_gets_one_verdict_whatever_is_reported(
     for report in (honest_scoring, lowered):
         assert _check(report, "integrity.reference-decode")["status"] == "pass"
     assert honest_scoring["verdict"] == lowered["verdict"]
-    noise = {"tps.unstable"}
-    assert _errors(honest_scoring) - noise == _errors(lowered) - noise
+    assert _errors(honest_scoring) - TIMING_CHECKS == _errors(lowered) - TIMING_CHECKS

@@ -178,7 +178,9 @@ def engine(client: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sa
     image = engine_image(client, KNOBS, tmp_path_factory.mktemp("vllm-knobs"))
     server = SandboxedEngine(client, image)
     try:
-        server.start()
+        # vLLM's CPU build took over 240 s to start on two cores shared with other tests;
+        # what these tests judge is what it does once it serves
+        server.start(timeout_s=600.0)
         # before any test sends anything: what the warm-up alone left in vLLM's counters
         server.counters_at_ready = parse_counters(request(server.base_url, "GET", "/metrics")[1])
         yield server

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from verdicts import TIMING_CHECKS, assert_honest
 from vllm_docker import HELDOUT, MODEL, REPO, baseline_ppl, docker_client
 
 from schemas.challenge import load_challenge
@@ -122,10 +123,12 @@ def honest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_tiny_vllm_is_verified_by_real_vllm_in_the_sandbox(honest: dict[str, Any]) -> None:
-    assert honest["verdict"] == "VERIFIED", (honest["findings"], honest["failure"])
+    assert_honest(honest)  # a loaded machine may leave a timing check unjudged (FAILED)
     statuses = {c["id"]: c["status"] for c in honest["checks"]}
     assert statuses["integrity.isolation"] == "pass"
-    assert all(s in ("pass", "skip") for s in statuses.values()), statuses
+    unjudged = {i for i, s in statuses.items() if s == "error"}
+    assert all(s in ("pass", "skip", "error") for s in statuses.values()), statuses
+    assert unjudged <= TIMING_CHECKS, statuses
     assert honest["submission"]["engine_kind"] == "vllm"
 
 
@@ -158,7 +161,7 @@ def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
 ) -> None:
     knobs = {"SPECULATIVE_CONFIG": NGRAM}
     report = run_verify(make_bundle(tmp_path, "tiny-vllm-ngram", knobs), tmp_path / "out")
-    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
+    assert_honest(report)
     runtime = report["runtime"]
     assert runtime["non_default_args"]["speculative_config"] == NGRAM
     assert runtime["counters"]["spec_decode_draft_tokens"] > 0
@@ -172,7 +175,7 @@ def test_the_champions_levers_on_tiny_are_verified(tmp_path: Path) -> None:
     packaged = package(REPO / "examples" / "tiny-winning", tmp_path / "dist", build=False)
     assert packaged.bundle is not None, [f.one_line() for f in packaged.findings]
     report = run_verify(packaged.bundle.path, tmp_path / "out")
-    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
+    assert_honest(report)
     runtime = report["runtime"]
     assert runtime["non_default_args"]["speculative_config"] == {**MTP, "model": "/drafter"}
     assert runtime["counters"]["spec_decode_draft_tokens"] > 0
@@ -214,7 +217,7 @@ def test_a_shorter_sliding_window_inside_the_cap_is_verified(tmp_path: Path, win
     levers in ``test_the_champions_levers_on_tiny_are_verified``.)"""
     knobs = {"SLIDING_WINDOW": window}
     report = run_verify(make_bundle(tmp_path, f"window-{window}", knobs), tmp_path / "out")
-    assert report["verdict"] == "VERIFIED", (report["findings"], report["failure"])
+    assert_honest(report)
     checks = {c["id"]: c for c in report["checks"]}
     decode = checks["integrity.reference-decode"]["details"]
     assert decode["reference_model"]["sliding_window"] is None

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from factories import seeded_records
 from hubserver import FakeHub, allow_hub_requests
+from tamper import Hub, Local
 
 from leaderboard.publish import head_signer
 from leaderboard.stores.local import LocalStore
@@ -40,3 +41,11 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     allow_hub_requests(monkeypatch)
     with FakeHub(page_size=50) as hub:
         yield hub
+
+
+@pytest.fixture(params=["local", "hub"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Local | Hub]:
+    if request.param == "local":
+        yield Local(tmp_path / "store")
+    else:
+        yield Hub(request.getfixturevalue("fake_hub"))

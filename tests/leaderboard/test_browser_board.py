@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 from cdp import Browser
-from factories import checked
+from factories import checked, seeded_bundle
 from test_browser import CHROMIUM, SERVE, chromium, free_port, wait_for
 
+from leaderboard.publish import publish_bundle
 from leaderboard.stores.local import LocalStore
+from podium.signing import KeyPair
 
 pytestmark = [
     pytest.mark.browser,
@@ -38,10 +40,10 @@ def wait_for_order(browser: Browser, teams: list[str]) -> None:
 
 @pytest.fixture
 def served(
-    seeded_store: LocalStore, key_files: tuple[Path, Path]
+    seeded_store: LocalStore, key_files: tuple[Path, Path], keypair: KeyPair
 ) -> Iterator[tuple[str, LocalStore]]:
     """``podium leaderboard serve`` of the seeded store (with herons' bundle in it)."""
-    with_bundle(seeded_store, "herons")
+    with_bundle(seeded_store, "herons", keypair)
     port = free_port()
     proc = subprocess.Popen(
         [*SERVE, "--store", seeded_store.url, "--port", str(port), "--pubkey", str(key_files[1])],
@@ -57,13 +59,12 @@ def served(
         proc.wait(timeout=10)
 
 
-def with_bundle(store: LocalStore, team: str) -> tuple[dict[str, Any], bytes]:
-    """Put the bundle of ``team``'s row into the store; (the row, the bundle's bytes)."""
+def with_bundle(store: LocalStore, team: str, keypair: KeyPair) -> tuple[dict[str, Any], bytes]:
+    """Publish the bundle of ``team``'s row into the store, a leaf of its signed head
+    (idempotent); (the row, the bundle's bytes)."""
     rec = next(r for r in store.list_records() if r["team"] == team)
-    data = b"a submitted bundle of " + team.encode()
-    folder = store.root / "bundles"
-    folder.mkdir(exist_ok=True)
-    (folder / f"{rec['bundle_sha256']}.tar.gz").write_bytes(data)
+    data = seeded_bundle(rec)
+    publish_bundle(store, keypair, data)
     return rec, data
 
 
@@ -82,7 +83,7 @@ def test_sort_follow_a_link_and_open_a_permalink(
     served: tuple[str, LocalStore], browser: Browser, keypair: Any, width: int
 ) -> None:
     url, store = served
-    herons, bundle = with_bundle(store, "herons")  # as the fixture put it there
+    herons, bundle = with_bundle(store, "herons", keypair)  # as the fixture put it there
     browser.resize(width, 900)
     browser.open(url)
     browser.wait("document.body.dataset.ready === '1'")

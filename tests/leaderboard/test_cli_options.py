@@ -56,7 +56,7 @@ def test_serve_blames_the_host_for_a_host_that_does_not_resolve(
 
 
 def test_show_of_a_misspelt_challenge_names_it_and_suggests_the_close_one(
-    seeded_store: LocalStore, capsys: pytest.CaptureFixture[str]
+    seeded_store: LocalStore, key_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(
         capsys, "leaderboard", "show", "--store", seeded_store.url, "-c", "fast-gema"
@@ -64,7 +64,8 @@ def test_show_of_a_misspelt_challenge_names_it_and_suggests_the_close_one(
     flat = " ".join(err.split())
     assert code == 2 and "unknown challenge 'fast-gema'" in flat
     assert "did you mean fast-gemma?" in flat and "no records" not in flat
-    code, _, _ = run(capsys, "leaderboard", "show", "--store", seeded_store.url, "-c", "fast-gemma")
+    args = ["--store", seeded_store.url, "--pubkey", str(key_files[1])]
+    code, _, _ = run(capsys, "leaderboard", "show", *args, "-c", "fast-gemma")
     assert code == 0  # a known challenge with no rows in this store is an empty board
 
 

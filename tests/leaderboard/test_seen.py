@@ -1,4 +1,5 @@
-"""The viewer's memory of heads: per store and key, in the user's cache, never going back."""
+"""The viewer's memory of heads, rotations and withdrawals: per store, in the user's cache,
+never going back."""
 
 from __future__ import annotations
 
@@ -29,16 +30,30 @@ def test_the_memory_lives_in_the_users_cache(
     assert cache_root() == tmp_path / "home" / ".cache" / "podium" / "heads"
 
 
-def test_it_keeps_the_newest_head_per_store_and_key(tmp_path: Path) -> None:
+def test_it_keeps_the_newest_head_per_store_whatever_key_signed_it(tmp_path: Path) -> None:
     seen = SeenHeads(tmp_path)
     seen.remember("store-a", head(3), "now")
     seen.remember("store-a", head(2), "later")  # an older head never replaces a newer one
     seen.remember("store-a", head(1, "b" * 16), "now")
     seen.remember("store-b", head(9), "now")
-    assert seen.latest("store-a", {"a" * 16, "b" * 16})["version"] == 3  # type: ignore[index]
-    assert seen.latest("store-a", {"b" * 16})["version"] == 1  # type: ignore[index]
-    assert seen.latest("store-a", set()) is None  # only keys trusted now count
-    assert seen.latest("store-c", {"a" * 16}) is None
+    assert seen.get("store-a")["a" * 16]["version"] == 3
+    assert seen.get("store-a")["b" * 16]["version"] == 1
+    # a key trusted then may be trusted now only through a rotation a writer can delete:
+    # the newest head counts whoever signed it
+    assert seen.latest("store-a")["version"] == 3  # type: ignore[index]
+    assert seen.latest("store-c") is None
+
+
+def test_it_remembers_every_rotation_and_withdrawal_once(tmp_path: Path) -> None:
+    seen = SeenHeads(tmp_path)
+    rot = {"kind": "podium.key-rotation", "revoked": True, "signature": {"value": "r1"}}
+    wd = ("withdrawals/tiny/abc.json", {"record_id": "abc", "signature": {"value": "w1"}})
+    seen.remember("s", None, "now", rotations=[rot], withdrawals=[wd])
+    seen.remember("s", head(2), "later", rotations=[rot], withdrawals=[wd])
+    assert seen.rotations("s") == [rot] and seen.withdrawals("s") == [wd]
+    assert seen.latest("s")["version"] == 2  # type: ignore[index]
+    seen.remember("s", None, "again")  # nothing seen now forgets what was seen before
+    assert seen.rotations("s") == [rot] and seen.latest("s") is not None
 
 
 def test_a_broken_or_unwritable_memory_is_an_empty_one(tmp_path: Path) -> None:

@@ -9,16 +9,14 @@ of the folder, or by commits (and a force-push) on the fake Hub.
 from __future__ import annotations
 
 import json
-import shutil
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from factories import make_record, make_report, seeded_records
-from hubserver import FakeHub
+from tamper import Hub, Local
 from typer.testing import CliRunner
 
 from leaderboard.log import parse_head, sign_head
@@ -28,68 +26,7 @@ from leaderboard.stores.base import record_bytes, record_path
 from podium.cli.app import app
 from podium.signing import KeyPair
 
-REPO = "podium-org/leaderboard"
 runner = CliRunner()
-
-
-class Local:
-    """A folder store and the hands of someone who can write to it."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.url = str(root)
-        self._saved: dict[str, Path] = {}
-
-    def delete(self, path: str) -> None:
-        (self.root / path).unlink()
-
-    def plant(self, path: str, data: bytes) -> None:
-        (self.root / path).parent.mkdir(parents=True, exist_ok=True)
-        (self.root / path).write_bytes(data)
-
-    def read(self, path: str) -> bytes:
-        return (self.root / path).read_bytes()
-
-    def save(self) -> str:
-        token = str(len(self._saved))
-        self._saved[token] = self.root.with_name(f"saved-{token}")
-        shutil.copytree(self.root, self._saved[token])
-        return token
-
-    def restore(self, token: str) -> None:
-        shutil.rmtree(self.root)
-        shutil.copytree(self._saved[token], self.root)
-
-
-class Hub:
-    """A Hub dataset store on the fake Hub, and commits as a collaborator would make them."""
-
-    def __init__(self, hub: FakeHub):
-        self.hub = hub
-        self.url = f"hf://datasets/{REPO}?endpoint={hub.endpoint}"
-
-    def delete(self, path: str) -> None:
-        self.hub.delete_file(REPO, path)
-
-    def plant(self, path: str, data: bytes) -> None:
-        self.hub.put_file(REPO, path, data)
-
-    def read(self, path: str) -> bytes:
-        return self.hub.files(REPO)[path]
-
-    def save(self) -> str:
-        return self.hub.history(REPO)[0].oid
-
-    def restore(self, token: str) -> None:
-        self.hub.reset_branch(REPO, token)
-
-
-@pytest.fixture(params=["local", "hub"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Local | Hub]:
-    if request.param == "local":
-        yield Local(tmp_path / "store")
-    else:
-        yield Hub(request.getfixturevalue("fake_hub"))
 
 
 @pytest.fixture
@@ -112,9 +49,10 @@ def verify(where: Local | Hub, pub: str) -> tuple[int, dict[str, Any]]:
     return res.exit_code, json.loads(res.stdout)
 
 
-def show(where: Local | Hub, pub: str) -> str:
+def show(where: Local | Hub, pub: str, code: int = 1) -> str:
+    """``show``'s output; its exit status is ``code`` (1 when the set does not check)."""
     res = runner.invoke(app, ["leaderboard", "show", "--store", where.url, "--pubkey", pub])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == code, res.output
     return " ".join(res.stdout.split())
 
 
@@ -134,7 +72,7 @@ def test_an_untouched_store_checks_as_a_whole(
     code, doc = verify(where, pub)
     assert code == 0, doc
     assert doc["set_ok"] and doc["head"]["version"] == 1 and doc["head"]["size"] == 7
-    assert "the whole set checks against signed head v1" in show(where, pub)
+    assert "the whole set checks against signed head v1" in show(where, pub, 0)
 
 
 def test_a_deleted_row_is_reported_by_team_and_entry(
@@ -270,7 +208,7 @@ def test_a_withdrawal_shows_on_the_board_and_deletes_nothing(
     board = json.loads(res.stdout)
     assert [r["team"] for r in board["boards"][0]["ranked"]] == ["falcons", "herons"]
     assert board["withdrawn"][0]["record_id"] == otters["record_id"]
-    out = show(where, pub)
+    out = show(where, pub, 0)
     assert "WITHDRAWN otters/awq" in out and "answers cached between runs" in out
     assert open_store(where.url).get(otters["record_id"]) is not None  # still there
 
@@ -348,11 +286,13 @@ def test_every_view_reports_a_deleted_row(
     out = tmp_path / "lb.csv"
     args = ["--store", where.url, "--pubkey", pub, "--json"]
     res = runner.invoke(app, ["leaderboard", "export", "-o", str(out), *args])
-    assert res.exit_code == 0 and missing(json.loads(res.stdout)) == expected
+    assert res.exit_code == 1 and missing(json.loads(res.stdout)) == expected
+    assert not out.exists()  # nothing it could not prove
     res = runner.invoke(app, ["leaderboard", "export", "-o", str(out), *args[:-1]])
+    assert res.exit_code == 1 and not out.exists()
     assert f"SET CHECK FAILED (missing): row herons/bf16 ({victim})" in " ".join(res.stdout.split())
     res = runner.invoke(app, ["leaderboard", "build-site", "-o", str(tmp_path / "site"), *args])
-    assert res.exit_code == 0 and missing(json.loads(res.stdout)) == expected
+    assert res.exit_code == 1 and missing(json.loads(res.stdout)) == expected
     site = json.loads((tmp_path / "site" / "records.json").read_text())
     assert missing(site) == expected and not site["set_ok"]
     server = make_server(open_store(where.url), port=0, trust=build_trust([Path(pub)]))

@@ -104,6 +104,7 @@ def test_every_cli_module_is_wired_in() -> None:
         "queue_cmd": "queue",
         "worker_cmd": "worker",
         "harness_cmd": "harness",
+        "heldout_cmd": "heldout",
         "challenge_cmd": "challenge",
         "keys_cmd": "keys",
         "report_cmd": "report",

@@ -29,14 +29,15 @@ from verifier.scale.queue.stores import LocalQueue
 from verifier.scale.queue.stores.base import BundleToSubmit
 from verifier.scale.worker import Worker, WorkerConfig
 
-FAKE_DIGEST = "sha256:" + "ab" * 32
+# the bundle's base is pinned from the local image: every door refuses an unchecked one
+pytestmark = pytest.mark.docker
 
 
 @pytest.fixture()
 def bundle(tmp_path: Path) -> Path:
     directory = tmp_path / "entry"
     init_submission(directory, load_challenge("tiny"), team="acme", entry="doors")
-    made = package(directory, tmp_path / "dist", base_digest=FAKE_DIGEST, build=False)
+    made = package(directory, tmp_path / "dist", build=False)
     assert made.bundle is not None
     return made.bundle.path
 
@@ -138,7 +139,13 @@ def test_a_worker_rejects_a_damaged_bundle_at_intake_without_starting_an_engine(
         return runners[-1]
 
     worker = Worker(
-        WorkerConfig(queue=queue, key=KeyPair.generate(), runner=runner, out_dir=tmp_path / "out")
+        WorkerConfig(
+            hold=None,  # no hold here: test_publication_hold.py tests it
+            queue=queue,
+            key=KeyPair.generate(),
+            runner=runner,
+            out_dir=tmp_path / "out",
+        )
     )
     (handled,) = worker.run(once=True)
     (done,) = queue.list_requests()

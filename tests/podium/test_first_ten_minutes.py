@@ -289,9 +289,15 @@ def tiny_bundle(tmp_path: Path) -> Path:
     return packaged.bundle.path
 
 
+@pytest.mark.docker  # the base is pinned from the local image: inspect refuses an unchecked one
 def test_inspect_checks_the_bundle_against_the_challenge_c_names(
-    tiny_bundle: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from submission.bundle import package
+
+    packaged = package(_tiny_entry(tmp_path), tmp_path / "dist", build=False)
+    assert packaged.bundle is not None
+    tiny_bundle = packaged.bundle.path
     code, out, _ = run(
         ["submission", "inspect", str(tiny_bundle), "-c", "fast-gemma", "--json"], capsys
     )
@@ -410,8 +416,26 @@ def _c_cases(tmp_path: Path, bundle: Path) -> dict[tuple[str, ...], tuple[list[s
 
 
 #: -c on these filters (leaderboard show: tests/leaderboard/test_cli_options.py) or is
-#: the harness job's (podium harness, started by the dispatcher with the bundle's own)
-C_TESTED_ELSEWHERE = {("leaderboard", "show"), ("harness",)}
+#: the harness job's (podium harness, started by the dispatcher with the bundle's own);
+#: a locked spec by path: the worker, the dispatcher and the queue in
+#: tests/verifier/scale/test_challenge_option.py, every view in
+#: tests/leaderboard/test_view_with_a_given_spec.py, heldout check in
+#: tests/podium/test_organizer_challenge.py
+C_TESTED_ELSEWHERE = {
+    ("leaderboard", "show"),
+    ("harness",),
+    ("worker",),
+    ("dispatch",),
+    ("queue", "submit"),
+    ("queue", "list"),
+    ("queue", "show"),
+    ("queue", "cancel"),
+    ("leaderboard", "export"),
+    ("leaderboard", "verify"),
+    ("leaderboard", "serve"),
+    ("leaderboard", "build-site"),
+    ("heldout", "check"),
+}
 
 
 def _commands_with_c(node: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

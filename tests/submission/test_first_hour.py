@@ -43,7 +43,8 @@ BREAKAGES = (
     ('team = "my-team"', 'tema = "my-team"'),  # a misspelt key, and so a missing one
     ('entry = "broken"', 'entry = "-bad"'),  # not a valid name
     ("port = 8000", 'port = "8000"'),  # a string for a number
-    ("MAX_MODEL_LEN = 4096", 'MAX_MODEL_LEN = "lots"\nMAX_MODEL_LENN = 512'),  # type; typo
+    # init writes no knob on fast-gemma (vLLM's defaults), only an example to uncomment
+    ("# MAX_MODEL_LEN = 4096", 'MAX_MODEL_LEN = "lots"\nMAX_MODEL_LENN = 512'),  # type; typo
 )
 
 

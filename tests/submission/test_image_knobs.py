@@ -152,13 +152,15 @@ def test_intake_refuses_a_bundle_whose_dockerfile_contradicts_its_frozen_config(
     made = package(directory, tmp_path / "dist", base_digest=FAKE_DIGEST, build=False)
     assert made.bundle is not None
     spec = load_challenge("tiny")
-    clean = intake(made.bundle.path, tmp_path / "clean", spec)
+    # the base (a digest by hand, unchecked) is judged in test_fast_gemma_base; here the
+    # Dockerfile is, as for a runner that builds no image
+    clean = intake(made.bundle.path, tmp_path / "clean", spec, rebuilds=False)
     assert clean.ok and not [f for f in clean.findings if f.check_id == IMAGE_KNOB]
     text = (directory / "Dockerfile").read_text()
     text = text.replace("EXPOSE 8000\n", "ENV SLIDING_WINDOW 16\nEXPOSE 8000\n")
     line = text[: text.index("ENV SLIDING_WINDOW 16")].count("\n") + 1
     bad = _rewritten(made.bundle.path, "Dockerfile", text, tmp_path / "bad.tar.gz")
-    taken = intake(bad, tmp_path / "bad", spec)
+    taken = intake(bad, tmp_path / "bad", spec, rebuilds=False)
     (finding,) = [f for f in taken.findings if f.check_id == IMAGE_KNOB]
     assert not taken.ok
     assert f"Dockerfile:{line} ENV SLIDING_WINDOW=16" in finding.message

@@ -131,9 +131,10 @@ def test_requirements_and_reported_values_are_frozen(
         {"name": "rich", "spec": "rich>=13"},
     ]
     assert manifest["reported"]["tps"] == 123.5 and manifest["reported"]["ppl"] == 19.9
-    assert manifest["engine"]["base_image"] == {
+    assert manifest["engine"]["base_image"] == {  # no local image holds it: unchecked
         "ref": "podium/engine-base:bookworm",
         "digest": FAKE_DIGEST,
+        "unchecked": True,
     }
     assert manifest["model"]["repo_id"] == "podium/tiny-gemma4"
     assert manifest["engine"]["config"]["SERVED_MODEL_NAME"] == "podium/tiny-gemma4"

@@ -61,7 +61,8 @@ def test_a_vllm_entry_for_a_cpu_challenge_starts_from_vllms_cpu_build(
 ) -> None:
     text = (make_submission("vllm", "tiny") / "podium.toml").read_text()
     assert 'base_image = "podium/vllm-cpu:0.32.0"' in text
-    assert 'DEVICE = "cpu"' in text and 'DTYPE = "float32"' in text
+    # the image's build decides the device: vllm ignores DEVICE, so init writes none
+    assert "DEVICE" not in text and 'DTYPE = "float32"' in text
     assert "OMP_NUM_THREADS = 1" in text
     gpu = (make_submission("vllm", "fast-gemma", name="gpu") / "podium.toml").read_text()
     assert 'base_image = "vllm/vllm-openai:v0.32.0"' in gpu
@@ -132,6 +133,7 @@ def test_all_problems_are_listed_at_once(
         [
             "config.schema",
             "engine.kind-not-allowed",
+            "engine.knob-ignored",  # the baseline's DEVICE, on what is now a vllm entry
             "engine.precache",
             "submission.dockerfile-base",
             "submission.model-pin",

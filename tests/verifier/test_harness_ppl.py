@@ -82,6 +82,8 @@ def test_ppl_is_the_micro_average_over_target_tokens_only() -> None:
         "nll_sum": result.nll_sum,
         "tokens": total_tokens,
         "records": 4,
+        "scored_tokens": total_tokens,
+        "scored_records": 4,
         "cap": 2.5,
     }
 
@@ -123,6 +125,11 @@ def test_each_broken_answer_is_its_own_finding(bad: Misbehave, check_id: str) ->
     assert [f.where for f in found] == [r["id"] for r in records]
     assert result.records == 0 and math.isnan(result.value)
     assert not any(s.scored or s.shape is None or s.shape.well_formed for s in result.per_record)
+    # the metrics count what the procedure sent; what the engine answered well is apart
+    metrics = result.to_metrics()
+    assert metrics["records"] == 2 and metrics["scored_records"] == 0
+    assert metrics["tokens"] == sum(len(r["target_token_ids"]) for r in records)
+    assert metrics["scored_tokens"] == 0
 
 
 def test_a_failed_record_request_cannot_be_evaluated() -> None:

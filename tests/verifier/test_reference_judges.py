@@ -269,8 +269,8 @@ def _same_path(
     """A probed answer of ``of`` tokens, ``own_top`` of them the engine's own teacher-forced
     top (the rest ``off`` nats below a token it did not generate), judged with the reference
     evidence of an engine whose scoring loses ``excess`` nats per token (``kv``: it declares
-    a KV-cache dtype the reference cannot reproduce; ``in_effect``: vLLM's own arguments
-    show it in effect)."""
+    a KV-cache dtype the reference cannot reproduce; ``in_effect``: podium made it true,
+    ``verifier.checks.vllm_image``)."""
 
     from verifier.checks.base import CheckContext
     from verifier.checks.same_path import same_path
@@ -299,7 +299,7 @@ def _same_path(
     return same_path(ctx).result
 
 
-def test_a_declared_kv_cache_buys_nothing_until_it_is_seen_in_effect() -> None:
+def test_a_declared_kv_cache_buys_nothing_until_podium_makes_it_true() -> None:
     """The baseline engine ignores KV_CACHE_DTYPE: declaring it must not widen any bound,
     however much scoring loss the engine reports."""
     for excess in (0.0, 0.0366, 0.3):
@@ -309,7 +309,7 @@ def test_a_declared_kv_cache_buys_nothing_until_it_is_seen_in_effect() -> None:
         assert declared.details["required_fraction"] == pytest.approx(0.95)
 
 
-def test_a_kv_cache_seen_in_effect_may_decode_off_its_scoring_by_the_budget() -> None:
+def test_a_kv_cache_podium_made_true_may_decode_off_its_scoring_by_the_budget() -> None:
     seen = _same_path(120, 128, excess=0.0, kv=True, in_effect=True, off=0.2)
     assert seen.details["kv_cache_in_effect"] is True
     assert seen.details["max_mean_self_gap"] == pytest.approx(0.005 + BUDGET)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from doubles.attention import register
 from entry_bundle import entry_source, packaged
+from verdicts import TIMING_CHECKS, assert_honest
 
 from engines.baseline import attention
 from schemas.challenge import ReferenceEngine, load_challenge
@@ -47,8 +48,9 @@ def test_a_reference_with_a_wrong_attention_path_judges_with_eager_and_says_so(
     )
     done = verify(request)
     report = done.report
-    assert report["verdict"] == "UNOFFICIAL", (report["failure"], report["findings"])
-    bad = [c for c in report["checks"] if c["status"] in ("fail", "error")]
+    assert_honest(report, expected="UNOFFICIAL")  # the process runner; or a timing unjudged
+    bad = [c for c in report["checks"] if c["status"] == "fail"]
+    bad += [c for c in report["checks"] if c["status"] == "error" and c["id"] not in TIMING_CHECKS]
     assert not bad, bad
     assert done.evidence is not None  # the check's details are the organizer's
     check = next(c for c in done.evidence["checks"] if c["id"] == "reference.self-test")

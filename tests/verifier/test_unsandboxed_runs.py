@@ -71,6 +71,16 @@ def bundle(tmp_path: Path) -> Path:
     return made.bundle.path
 
 
+@pytest.fixture()
+def checked_bundle(tmp_path: Path) -> Path:
+    """A bundle whose base the local image confirms: the queue refuses an unchecked one."""
+    directory = tmp_path / "entry"
+    init_submission(directory, load_challenge("tiny"), team="acme")
+    made = package(directory, tmp_path / "dist", build=False)
+    assert made.bundle is not None
+    return made.bundle.path
+
+
 def opened_by_a_run(bundle: Path, runner: ProcessRunner, out: Path) -> tuple[list[str], Any]:
     global OPENED
     OPENED = []
@@ -154,9 +164,11 @@ def test_verify_with_the_process_runner_says_first_that_it_runs_public_and_unsig
     assert doc["signed"] is False and "no sandbox" in doc["unsandboxed"]
 
 
+@pytest.mark.docker
 def test_a_worker_on_an_unsandboxed_runner_hands_it_neither_the_key_nor_the_held_out_set(
-    bundle: Path, tmp_path: Path
+    checked_bundle: Path, tmp_path: Path
 ) -> None:
+    bundle = checked_bundle
     queue = LocalQueue(tmp_path / "queue")
     queue.submit([describe_bundle(bundle)])
     seen: list[VerifyRequest] = []
@@ -168,6 +180,7 @@ def test_a_worker_on_an_unsandboxed_runner_hands_it_neither_the_key_nor_the_held
     said: list[str] = []
     worker = Worker(
         WorkerConfig(
+            hold=None,  # no hold here: test_publication_hold.py tests it
             queue=queue,
             key=KeyPair.generate(),
             runner=ProcessRunner,

@@ -34,14 +34,39 @@ a busy machine whose controls landed a little over the bound (1.26x, its standar
 5 %, every trial 1.09x to 1.31x) is FAILED, never REJECTED. Noise an engine makes on
 purpose buys it that FAILED, no more.
 
+**Concurrency above 1.** With ``c`` requests in flight, one answer's time per token says
+how the engine shared itself out, not how much it computed: an engine that computes its
+controls alone, one at a time, while it replays the rest from a table outside its lock,
+keeps every answer's time per token alike and claims ``c`` times the throughput it has.
+So at ``c > 1`` the controls of a trial are one block of whole waves of ``c``
+(``verifier.harness.plan.fresh_positions``), timed as a segment of its own in which the
+``c`` workers carry nothing else, and the ratio is of throughputs:
+
+    ratio = (tokens / seconds of the trial's other segments)
+            / (tokens / seconds of its block of controls)
+
+over the run (sums of each side), per trial, and at the median trial, judged by the same
+bounds. An engine that batches runs its block at the throughput of any other ``c``
+requests (the block has no partial wave; the other segments' tails only lower their
+side); one that computes less than it claims shows it here. Its standard error is the
+per-trial ratios' (infinite with one trial): the noise rule below is the same.
+
 **Agreement.** Every control is scored by the reference like a timed answer
 (``verifier.harness.rescoring.sample_answers``), so a made-up control answer fails
-``integrity.reference-decode``. Here the controls' mean gap (nats a token between the
-reference's top and the generated token) is compared with the other sampled answers':
-it may exceed theirs by at most ``max_gap_excess_nats``. A replayer's timed answers are
-exact (gap 0), so it cannot spend the run's quality budget on cheap controls to bring
-their speed down to its replays'. Without a reference (none was run) only the speed is
-judged, and the result says so.
+``integrity.reference-decode``. Here the controls' own mean gap (nats a token between the
+reference's top and the generated token) must be within the spec's budget: the reference
+decode's mean allowance (``verifier.checks.budget``: ``budget_factor · B +
+mean_margin_nats``), the bound any set of timed answers is held to. It is never compared
+with the other answers: a replayer chooses those (exact, or carrying a loss it picked),
+and a yardstick it chooses would let it move the bound. An entry may spend the budget on
+its controls as on any answer, but no more: a cheaper model inside the budget is a lever
+every honest entry may use on every answer alike. Without a reference (none was run)
+only the speed is judged, and the result says so.
+
+Inputs and who wrote them: the latencies, segment times and token counts (the verifier's
+clock and count over the engine's answers); which requests are controls and where they
+sit (the verifier's seed); the reference's gaps (the verifier's reference); the bounds
+(the spec).
 """
 
 from __future__ import annotations
@@ -61,7 +86,8 @@ from verifier.checks.base import (
     skipped,
     unreliable,
 )
-from verifier.evidence import AnswerScore, RequestRecord
+from verifier.checks.budget import allowance
+from verifier.evidence import AnswerScore, RequestRecord, TpsResult, TrialResult
 
 CHECK_ID = INTEGRITY_CONTROLS
 
@@ -109,25 +135,54 @@ def relative_error(records: list[RequestRecord]) -> float:
     return math.sqrt(total)
 
 
+def throughput_ratio(trials: list[TrialResult]) -> float | None:
+    """At concurrency > 1: the throughput of the trials' other segments over that of their
+    blocks of fresh controls (tokens and seconds summed over ``trials``)."""
+    timed = [t for t in trials if t.fresh_seconds > 0 and t.fresh_tokens > 0]
+    rest_s = sum(t.seconds - t.fresh_seconds for t in timed)
+    rest_tokens = sum(t.tokens - t.fresh_tokens for t in timed)
+    if not timed or rest_s <= 0 or rest_tokens <= 0:
+        return None
+    controls = sum(t.fresh_tokens for t in timed) / sum(t.fresh_seconds for t in timed)
+    return (rest_tokens / rest_s) / controls
+
+
+def _throughput_per_trial(trials: list[TrialResult]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for trial in trials:
+        ratio = throughput_ratio([trial])
+        if ratio is not None:
+            out[str(trial.index)] = round(ratio, 3)
+    return out
+
+
+def _per_trial_error(per_trial: dict[str, float]) -> float:
+    """The relative standard error of a mean of per-trial ratios (infinite under two)."""
+    values = list(per_trial.values())
+    if len(values) < 2 or statistics.fmean(values) <= 0:
+        return float("inf")
+    return statistics.stdev(values) / math.sqrt(len(values)) / statistics.fmean(values)
+
+
 def _mean_gap(answers: list[AnswerScore]) -> float | None:
     tokens = sum(len(a.gaps) for a in answers)
     return sum(sum(a.gaps) for a in answers) / tokens if tokens else None
 
 
 def agreement(answers: list[AnswerScore]) -> dict[str, Any] | None:
-    """The mean reference gap of the fresh controls and of the other sampled answers."""
+    """The mean reference gap of the fresh controls (and, for the reader only, of the other
+    sampled answers: no bound reads it)."""
     scored = [a for a in answers if a.positions]
     controls = [a for a in scored if a.fresh]
     rest = [a for a in scored if not a.fresh and not a.control]
     control_gap, rest_gap = _mean_gap(controls), _mean_gap(rest)
-    if control_gap is None or rest_gap is None:
+    if control_gap is None:
         return None
     return {
         "controls": len(controls),
         "answers": len(rest),
         "control_mean_gap": round(control_gap, 4),
-        "answer_mean_gap": round(rest_gap, 4),
-        "excess": round(control_gap - rest_gap, 4),
+        "answer_mean_gap": None if rest_gap is None else round(rest_gap, 4),
     }
 
 
@@ -148,29 +203,57 @@ def _per_trial(records: list[RequestRecord]) -> dict[str, float]:
     return per_trial
 
 
-def _agreement(
-    ctx: CheckContext, limit: float, details: dict[str, Any], problems: list[str]
-) -> tuple[str, bool]:
-    """The controls' answers against the others' under the reference: the words for the
-    summary, and whether the controls' were lossier (a problem, added to ``problems``)."""
+def gap_limit(ctx: CheckContext) -> float:
+    """The controls' mean gap allowed: the reference decode's mean allowance, from the
+    spec alone (``verifier.checks.budget``)."""
+    return allowance(ctx.spec, ctx.spec.check("reference_decode")).mean
+
+
+def _agreement(ctx: CheckContext, details: dict[str, Any], problems: list[str]) -> tuple[str, bool]:
+    """The controls' answers under the reference, against the spec's budget: the words for
+    the summary, and whether they were lossier (a problem, added to ``problems``)."""
     gaps = agreement(ctx.reference_evidence.answers) if ctx.reference_evidence else None
+    limit = gap_limit(ctx)
     details["agreement"] = gaps
-    details["max_gap_excess_nats"] = limit
+    details["max_control_mean_gap"] = round(limit, 4)
     if gaps is None:
-        return "; no reference scored them, so their agreement was not compared", False
+        return "; no reference scored them, so their agreement was not judged", False
     text = (
-        f"; their mean reference gap {gaps['control_mean_gap']:.3f} nats against "
-        f"{gaps['answer_mean_gap']:.3f} for {gaps['answers']} sampled answers "
-        f"(at most {limit:.3f} more)"
+        f"; their mean reference gap {gaps['control_mean_gap']:.3f} nats a token "
+        f"(the budget allows {limit:.3f})"
     )
-    if gaps["excess"] <= limit:
+    if gaps["control_mean_gap"] <= limit:
         return text, False
     problems.append(
-        f"the fresh controls' answers are {gaps['excess']:.3f} nats a token lossier "
-        f"than the other answers (at most {limit:.3f}): cheaper work where the "
+        f"the fresh controls' answers lose {gaps['control_mean_gap']:.3f} nats a token "
+        f"against the reference, over the budget's {limit:.3f}: cheaper work where the "
         "verifier could not have known the answer"
     )
     return text, True
+
+
+def _speed(tps: TpsResult, throughput: bool) -> tuple[float | None, dict[str, float], float]:
+    """The ratio over the run, per trial, and its relative standard error: of throughputs
+    (concurrency > 1), else of times per token."""
+    if throughput:
+        per_trial = _throughput_per_trial(tps.trials)
+        return throughput_ratio(tps.trials), per_trial, _per_trial_error(per_trial)
+    records = tps.records
+    return speed_ratio(records), _per_trial(records), relative_error(records)
+
+
+def _measured(details: dict[str, Any], concurrency: int) -> str:
+    """What was compared, in words."""
+    n, rest, ratio = details["controls"], details["answers"], details["ratio"]
+    if details["measure"] == "throughput":
+        return (
+            f"the throughput of the other {rest} timed answers is {ratio:.2f}x that of the "
+            f"{n} fresh controls, each trial's run as one block at concurrency {concurrency}"
+        )
+    return (
+        f"{n} fresh controls ran at {ratio:.2f}x the time per token of the other {rest} "
+        "timed answers (the fastest 80 % of each)"
+    )
 
 
 def controls(ctx: CheckContext) -> CheckOutcome:
@@ -181,14 +264,13 @@ def controls(ctx: CheckContext) -> CheckOutcome:
         return skipped(CHECK_ID, "no timed run")
     records = ctx.tps.records
     fresh = [r for r in records if r.fresh]
-    overall = speed_ratio(records)
+    throughput = ctx.spec.tps.concurrency > 1
+    overall, per_trial, error = _speed(ctx.tps, throughput)
     if overall is None:
         return skipped(CHECK_ID, "no fresh control was timed beside other timed answers")
     max_ratio = float(settings["max_ratio"])
     decisive = float(settings["decisive_ratio"])
     sigmas = float(settings["noise_sigmas"])
-    error = relative_error(records)
-    per_trial = _per_trial(records)
     worst = max(per_trial.values(), default=overall)
     deciding = setting_trial(per_trial, overall)
     details: dict[str, Any] = {
@@ -201,12 +283,11 @@ def controls(ctx: CheckContext) -> CheckOutcome:
         "noise_sigmas": sigmas,
         "controls": len(fresh),
         "answers": len(records) - len(fresh),
+        "measure": "throughput" if throughput else "time per token",
     }
     speed = (
-        f"{len(fresh)} fresh controls ran at {overall:.2f}x the time per token of the other "
-        f"{len(records) - len(fresh)} timed answers (the fastest 80 % of each; limit "
-        f"{max_ratio:.2f}x, {decisive:.1f}x in the median trial; median trial {deciding:.2f}x, "
-        f"worst {worst:.2f}x)"
+        f"{_measured(details, ctx.spec.tps.concurrency)} (limit {max_ratio:.2f}x, "
+        f"{decisive:.1f}x in the median trial; median trial {deciding:.2f}x, worst {worst:.2f}x)"
     )
     problems: list[str] = []
     if overall > max_ratio:
@@ -219,9 +300,7 @@ def controls(ctx: CheckContext) -> CheckOutcome:
             f"the trials that set the TPS ran their answers {deciding:.2f}x faster than their "
             "controls (the median trial)"
         )
-    judged_gaps, lossier = _agreement(
-        ctx, float(settings["max_gap_excess_nats"]), details, problems
-    )
+    judged_gaps, lossier = _agreement(ctx, details, problems)
     text = speed + judged_gaps
     if not problems:
         return passed(CHECK_ID, text, details)

@@ -1,6 +1,8 @@
 """``integrity.isolation``: is the sandbox really closed?
 
-Two kinds of evidence: the running container's configuration as the Docker engine
+For the jail runner, the jail's own probe against the verifier's plan
+(``verifier.checks.isolation_jail``). For the Docker sandbox, two kinds of evidence: the
+running container's configuration as the Docker engine
 reports it (internal network, no published ports, read-only root, capabilities dropped,
 no-new-privileges, only the weights mounted and read-only), and, where the image has a
 Python, a probe executed inside the container that tries to reach outside addresses,
@@ -23,6 +25,7 @@ from schemas.check_ids import INTEGRITY_ISOLATION
 from schemas.findings import Finding
 from schemas.report import CheckResult
 from verifier.checks.base import CheckContext, CheckOutcome, skipped, unreliable
+from verifier.checks.isolation_jail import jail_problems
 
 #: the summary when no runner reported on a sandbox (the pipeline always asks one)
 NO_EVIDENCE = "no runner reported on the engine's sandbox"
@@ -85,6 +88,13 @@ def isolation(ctx: CheckContext) -> CheckOutcome:
         facts = {k: v for k, v in evidence.facts.items() if k != "container"}
         return skipped(INTEGRITY_ISOLATION, evidence.no_sandbox, {**facts, **timing})
     probe = evidence.probe
+    if "jail" in evidence.configuration:  # the jail runner's: judged on its probe and plan
+        return _judged(
+            jail_problems(evidence.configuration, probe),
+            "the jail's own probe against the verifier's plan",
+            {"configuration_checked": True, "probe": probe, **timing},
+            "no route out, held-out files invisible, read-only but its scratch, limits held",
+        )
     problems = _config_problems(evidence.configuration)
     observed: dict[str, Any] = {"configuration_checked": True, "probe": probe, **timing}
     if probe and "error" not in probe:
@@ -92,6 +102,12 @@ def isolation(ctx: CheckContext) -> CheckOutcome:
         how = "configuration and an in-container probe"
     else:
         how = "configuration only (the image has no python3 for a probe)"
+    return _judged(
+        problems, how, observed, "no route out, held-out files invisible, root read-only"
+    )
+
+
+def _judged(problems: list[str], how: str, observed: dict[str, Any], holds: str) -> CheckOutcome:
     if problems:
         findings = [
             Finding(INTEGRITY_ISOLATION, "error", f"sandbox not closed: {p}") for p in problems
@@ -103,5 +119,4 @@ def isolation(ctx: CheckContext) -> CheckOutcome:
             {**observed, "problems": problems},
         )
         return CheckOutcome(result, findings)
-    summary = f"no route out, held-out files invisible, root read-only ({how})"
-    return CheckOutcome(CheckResult(INTEGRITY_ISOLATION, "pass", summary, observed))
+    return CheckOutcome(CheckResult(INTEGRITY_ISOLATION, "pass", f"{holds} ({how})", observed))

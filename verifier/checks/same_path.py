@@ -18,8 +18,10 @@ The first fraction must be at least ``min_fraction``, and the mean self-gap (the
 own top minus its value of the token it generated) at most ``max_mean_self_gap_nats``:
 honest numerics between a decode and a prefill kernel. Neither bound moves with anything
 the engine reports or declares. Only a KV-cache change the reference cannot reproduce,
-**seen in effect** in the engine's own runtime (vLLM's parsed arguments,
-``DeclaredModel.in_effect``; a declaration alone buys nothing), makes decoding (which
+**made true by podium itself** (``DeclaredModel.in_effect``: the spec's pinned vLLM image,
+rebuilt by the verifier, started by podium's own launcher byte for byte, which passes the
+knob to vLLM, ``verifier.checks.vllm_image``; a declaration, a log line, ``/version`` or
+``/metrics`` buys nothing), makes decoding (which
 reads the cache back) and scoring (which computes most of it afresh) differ by more: then
 the fraction may be lower by ``large_share_factor * B`` and the self-gap higher by
 ``self_gap_factor * B``, with ``B`` the challenge's quality budget. The share of positions
@@ -30,6 +32,11 @@ not the proof: an engine that recognises the probes could answer them honestly, 
 proof of honest decoding is ``integrity.reference-decode`` on the timed answers
 themselves. Without a reference engine (a self-check run without one) only the first
 condition is judged, and the summary says so.
+
+Inputs and who wrote them: the probes' answers and the engine's scoring of them (the
+engine); the reference's view of the same positions (the verifier's reference); the
+bounds (the spec); whether a KV-cache lever widens them (the verifier's own evidence of
+the image it built, above).
 """
 
 from __future__ import annotations
@@ -120,7 +127,7 @@ def self_gap_allowance(
     settings: dict[str, Any], budget: float, kv_cache_in_effect: bool
 ) -> float | None:
     """The mean self-gap allowed: honest numerics between an engine's decode and prefill
-    kernels; where a KV-cache change the reference cannot reproduce is seen in effect,
+    kernels; where podium made true a KV-cache change the reference cannot reproduce,
     plus ``self_gap_factor`` times the quality budget. None where the spec sets no bound."""
     margin = settings.get("max_mean_self_gap_nats")
     if margin is None:

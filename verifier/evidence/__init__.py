@@ -26,6 +26,7 @@ from verifier.evidence.gathered import (
     Stability,
     TpsResult,
     TrialResult,
+    VllmImage,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "Stability",
     "TpsResult",
     "TrialResult",
+    "VllmImage",
 ]

@@ -63,6 +63,10 @@ class TrialResult:
     requests: int
     passes: int
     cpu_s: float
+    #: at concurrency > 1: the wall time and the tokens of the segment that timed nothing
+    #: but the trial's fresh controls (the verifier's clock and count; 0 without one)
+    fresh_seconds: float = 0.0
+    fresh_tokens: int = 0
 
     @property
     def tps(self) -> float:
@@ -248,7 +252,12 @@ class PplRecordScore:
 
 @dataclass
 class PplResult:
-    """The PPL stage's outcome. ``value`` is NaN when no record could be scored."""
+    """The PPL stage's outcome. ``value`` is NaN when no record could be scored.
+
+    ``tokens`` and ``records`` count what was scored: the records the engine answered in a
+    well-formed way, which it chose. ``sent_tokens`` and ``sent_records`` count what the
+    procedure sent (the spec's selection of the held-out set, fixed before the engine saw
+    any of it): the only counts a public report says."""
 
     value: float
     nll_sum: float
@@ -256,15 +265,21 @@ class PplResult:
     records: int
     per_record: list[PplRecordScore] = field(default_factory=list)
     seconds: float = 0.0
+    sent_tokens: int | None = None
+    sent_records: int | None = None
 
     def to_metrics(self, cap: float | None = None) -> dict[str, Any]:
-        """The report's ``metrics.ppl`` member."""
+        """The report's ``metrics.ppl`` member: ``tokens`` and ``records`` are what the
+        procedure sent, ``scored_tokens`` and ``scored_records`` what entered the PPL (the
+        organizer's evidence only: the public report leaves them out)."""
         # no scored record leaves the PPL undefined: null, never NaN (JSON has none)
         out: dict[str, Any] = {
             "value": self.value if math.isfinite(self.value) else None,
             "nll_sum": self.nll_sum,
-            "tokens": self.tokens,
-            "records": self.records,
+            "tokens": self.tokens if self.sent_tokens is None else self.sent_tokens,
+            "records": self.records if self.sent_records is None else self.sent_records,
+            "scored_tokens": self.tokens,
+            "scored_records": self.records,
         }
         if cap is not None:
             out["cap"] = cap
@@ -319,6 +334,39 @@ class IsolationEvidence:
     facts: dict[str, Any] = field(default_factory=dict)
     #: how long the probe took, by the verifier's clock (set by the pipeline)
     seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class VllmImage:
+    """What the verifier established about a ``kind = "vllm"`` entry's image from what it
+    holds itself (``verifier.vllm_image``; judged by ``verifier.checks.vllm_image``).
+
+    Who wrote each input: the bundle's Dockerfile and files are the participant's, read
+    from the bundle intake opened and hashed; ``pinned`` is the challenge spec's (the
+    organizer's); ``serve_args`` is the verifier's own copy of podium's launcher run over
+    the frozen config; ``rebuilt_from`` is the base the verifier's own rebuild started FROM
+    (its Docker engine checked the image against the pin). Nothing here is the engine's.
+    """
+
+    #: the base image the manifest names (its digest is checked by the rebuild)
+    base_ref: str
+    #: the spec's pinned vLLM images (``engine.vllm.images``: each ``ref``)
+    pinned: tuple[str, ...]
+    #: the manifest's base is one of ``pinned``: its name, and its digest where the spec
+    #: pins one
+    base_is_pinned: bool
+    #: the last stage's ENTRYPOINT then CMD, as the builder reads them (None: unreadable)
+    command: tuple[str, ...] | None
+    #: the command starts podium's launcher or vLLM's own server
+    starts_vllm: bool
+    #: what enters the image or the server's environment besides the pinned base,
+    #: podium's launcher and the frozen config (each as ``where: what``)
+    foreign: tuple[str, ...] = ()
+    #: the server command line podium's launcher (the verifier's copy) makes of the frozen
+    #: config; None where it refuses the config
+    serve_args: tuple[str, ...] | None = None
+    #: the rebuild started FROM the pinned image (None: no rebuild by the verifier here)
+    rebuilt_from_pin: bool | None = None
 
 
 # --- what the reference said (verifier.harness.rescoring) ---

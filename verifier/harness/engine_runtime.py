@@ -33,7 +33,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
+from verifier.harness import netns
 from verifier.harness.vllm_output import parse_counters, parse_non_default_args
 
 #: Each knob that becomes one vLLM argument: the argument's name in vLLM's parser (the
@@ -235,27 +237,6 @@ def arg_matches(arg: str, frozen: Mapping[str, Any], expected: Any, seen: Any) -
     return bool(seen == expected)
 
 
-def levers_in_effect(obs: Observation, frozen: Mapping[str, Any]) -> dict[str, Any]:
-    """The declared lossy knobs the reference cannot reproduce (``verifier.declared``)
-    that vLLM's own parsed arguments show in effect, with the value it parsed: the only
-    way such a lever counts for an allowance. A knob vLLM did not parse as declared (or
-    a start-up log without the arguments line) counts as not in effect."""
-    from verifier.declared import BUDGETED
-
-    args = obs.non_default_args[0] if obs.non_default_args else None
-    if args is None:
-        return {}
-    out: dict[str, Any] = {}
-    for knob in BUDGETED:
-        declared = frozen.get(knob)
-        arg = KNOB_ARGS.get(knob)
-        if declared in (None, "", "auto", False, 0) or arg is None or arg not in args:
-            continue
-        if arg_matches(arg, frozen, expected_args({knob: declared}).get(arg), args[arg]):
-            out[knob] = declared
-    return out
-
-
 def unobserved_evidence(obs: Observation) -> dict[str, str]:
     """What could not be compared, and why: recorded in the report, never a finding."""
     out = dict(obs.errors)
@@ -361,11 +342,16 @@ def image_labels(image_id: str | None) -> dict[str, str]:
 
 def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
     """Ask the running server for ``/version``, ``/v1/models`` and ``/metrics``; read the log."""
-    import httpx
+    import httpx2
 
+    url = urlsplit(base_url)
+    jail = netns.namespace_of(url.hostname or "")
+    if jail is not None:  # an engine in a jail: ask from inside its network namespace
+        inside = url._replace(netloc=f"127.0.0.1:{url.port or 80}").geturl()
+        return netns.call_in(jail, lambda: observe(inside, log, timeout_s=timeout_s))
     errors: dict[str, str] = {}
     version = models = counters = None
-    with httpx.Client(base_url=base_url, timeout=timeout_s, trust_env=False) as client:
+    with httpx2.Client(base_url=base_url, timeout=timeout_s, trust_env=False) as client:
         for path in ("/version", "/v1/models", "/metrics"):
             try:
                 response = client.get(path)
@@ -379,9 +365,9 @@ def observe(base_url: str, log: str, *, timeout_s: float = 10.0) -> Observation:
                     ]
                 else:
                     counters = parse_counters(response.text)
-            except httpx.HTTPStatusError as exc:
+            except httpx2.HTTPStatusError as exc:
                 errors[path] = f"HTTP {exc.response.status_code}"
-            except (httpx.HTTPError, ValueError, AttributeError) as exc:  # no text of its own
+            except (httpx2.HTTPError, ValueError, AttributeError) as exc:  # no text of its own
                 errors[path] = type(exc).__name__
     return Observation(
         version=version,

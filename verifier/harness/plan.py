@@ -102,8 +102,9 @@ def make_plan(
     trials there is no replay to look for, and none is placed. Fresh controls go into
     every trial that may run (``fresh_trials``: the spec's ``max_trials``, extra trials
     included, else the planned ones), ``fresh_per_trial`` distinct positions of its first
-    pass (at most all but one), drawn from a stream of the seed of their own, so the rest
-    of the plan is what it would be without them.
+    pass (at most all but one; at concurrency ``c > 1`` one block of whole waves of ``c``:
+    ``fresh_positions``), drawn from a stream of the seed of their own, so the rest of the
+    plan is what it would be without them.
     """
     rng = random.Random(seed)
     plan = Plan(seed=seed, trials=trials)
@@ -133,13 +134,54 @@ def make_plan(
     for items in plan.at.values():
         rng.shuffle(items)
     fresh = random.Random(f"{seed}:fresh-positions")
-    k = min(fresh_per_trial, requests_per_trial - 1)
     n = 0
     for trial in range(trials if fresh_trials is None else max(trials, fresh_trials)):
-        for position in sorted(fresh.sample(range(requests_per_trial), max(0, k))):
+        for position in fresh_positions(fresh, fresh_per_trial, requests_per_trial, concurrency):
             plan.fresh[(trial, position)] = n
             n += 1
+        if concurrency > 1:
+            _out_of_the_block(plan, trial)
     return plan
+
+
+def fresh_block(per_trial: int, requests: int, concurrency: int) -> int:
+    """How many fresh controls a trial times: ``per_trial``, at most all but one of its
+    requests; at concurrency ``c > 1``, whole waves of ``c`` (``per_trial`` rounded up to a
+    multiple of ``c``, down where the trial is too short), so that the engine computes ``c``
+    controls at once, as many as it computes of anything else."""
+    if per_trial <= 0:
+        return 0
+    if concurrency <= 1:
+        return min(per_trial, requests - 1)
+    waves = min(-(-per_trial // concurrency), (requests - 1) // concurrency)
+    return max(0, waves * concurrency)
+
+
+def fresh_positions(
+    rng: random.Random, per_trial: int, requests: int, concurrency: int
+) -> list[int]:
+    """A trial's fresh positions: scattered at random at concurrency 1; one block of whole
+    waves at a random place at concurrency ``c > 1`` (``fresh_block``), which the harness
+    times as a segment of its own (``verifier.harness.tps``), so the engine cannot serve
+    its controls alone while other answers come from elsewhere."""
+    k = fresh_block(per_trial, requests, concurrency)
+    if k <= 0:
+        return []
+    if concurrency <= 1:
+        return sorted(rng.sample(range(requests), k))
+    start = rng.randrange(requests - k + 1)
+    return list(range(start, start + k))
+
+
+def _out_of_the_block(plan: Plan, trial: int) -> None:
+    """Untimed requests placed inside a trial's block of fresh controls move to its start,
+    so the block is timed whole."""
+    block = sorted(plan.fresh_in(trial))
+    if not block:
+        return
+    first, last = block[0], block[-1]
+    for position in [p for (t, p) in plan.at if t == trial and first < p <= last]:
+        plan.at.setdefault((trial, first), []).extend(plan.at.pop((trial, position)))
 
 
 def _gather(

@@ -100,6 +100,12 @@ def score_record(
     return nll, len(prompt) - first, shape
 
 
+def target_tokens(record: dict[str, Any]) -> int:
+    """How many of ``record``'s tokens the procedure scores (``score_record``'s count)."""
+    context, target = len(record["context_token_ids"]), len(record["target_token_ids"])
+    return context + target - max(context, 1)
+
+
 def claimed_tops(prompt: list[int], n_context: int, positions: list[Any] | None) -> tuple[int, ...]:
     """The scored positions where an answer's listed values make the prompt's own token
     its top (within ``RANK_TOLERANCE``): what the engine claims of its distribution."""
@@ -168,6 +174,8 @@ class PplScorer:
             records=len(usable),
             per_record=scores,
             seconds=self.seconds,
+            sent_tokens=sum(target_tokens(r) for r in records),
+            sent_records=len(records),
         )
 
 

@@ -20,7 +20,11 @@ public prompts come first and are not timed.
 
 A trial's first pass may carry fresh controls (``verifier.harness.controls``):
 prompts made at run time, each in the place of a held-out prompt, timed and counted like
-it (``RequestRecord.fresh``). Untimed requests (PPL records, probes) can be placed among
+it (``RequestRecord.fresh``). At concurrency ``c > 1`` they are one block of whole waves
+of ``c`` (``verifier.harness.plan.fresh_positions``), sent as a segment of their own: the
+``c`` workers carry nothing but controls while it runs, and its wall time and tokens are
+recorded (``TrialResult.fresh_seconds``, ``fresh_tokens``) for ``integrity.controls`` to
+judge the controls as a throughput. Untimed requests (PPL records, probes) can be placed among
 the timed ones (``verifier.harness.plan``): a trial's clock stops while they run, so a
 trial's time is the sum of its timed segments. When the trials disagree beyond
 ``tps.max_cv`` and are too few to pin the mean within ``tps.max_ci``, trials are added
@@ -231,7 +235,8 @@ async def _trial(
     stage = f"tps trial {index + 1}"
     passes = 0
     done = 0
-    cuts = sorted({p for p in pauses if 0 <= p < tps.num_prompts} | {0, tps.num_prompts})
+    cuts, block = segments(tps.num_prompts, tps.concurrency, pauses, fresh)
+    block_s = 0.0
 
     def tick(_index: int, _reply: Reply) -> None:
         nonlocal done
@@ -258,7 +263,9 @@ async def _trial(
                 kind=f"TPS trial {index + 1} request",
                 on_reply=tick,
             )
-            timed += time.perf_counter() - t0
+            elapsed = time.perf_counter() - t0
+            timed += elapsed
+            block_s += elapsed if passes == 0 and block == (start, end) else 0.0
             for offset, reply in enumerate(replies):
                 position = start + offset
                 record = record_of(
@@ -280,7 +287,22 @@ async def _trial(
     tokens = sum(r.counted_tokens for r in records)
     cpu = time.process_time() - cpu0
     trial = TrialResult(index, tokens, timed, len(records), passes=passes, cpu_s=cpu)
+    if block is not None:  # the block's wall time and its tokens, as counted
+        trial.fresh_seconds = block_s
+        trial.fresh_tokens = sum(r.counted_tokens for r in records if r.fresh)
     return trial, records
+
+
+def segments(
+    requests: int, concurrency: int, pauses: Collection[int], fresh: Mapping[int, Prompt]
+) -> tuple[list[int], tuple[int, int] | None]:
+    """Where a trial's first pass is cut (at each pause, and around the block of fresh
+    controls at concurrency > 1, which is a segment of its own) and that block, if any."""
+    cuts = {p for p in pauses if 0 <= p < requests} | {0, requests}
+    if concurrency <= 1 or not fresh:
+        return sorted(cuts), None
+    block = (min(fresh), max(fresh) + 1)
+    return sorted(cuts | set(block)), block
 
 
 def stability_of(spec: ChallengeSpec, trials: Sequence[TrialResult]) -> Stability:

@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 import h11
 
+from verifier.harness import netns
+
 #: the longest header block (or chunk-size line) an engine may send before h11 refuses it
 MAX_HEAD_BYTES = 64 * 1024
 _MAX_BUFFER = 1 << 20  # unparsed bytes held before reading pauses
@@ -296,8 +298,19 @@ class Wire:
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
+        jail = netns.namespace_of(self.host)
         async with asyncio.timeout(self.connect_timeout_s):
-            transport, conn = await loop.create_connection(_Conn, self.host, self.port)
+            if jail is None:
+                transport, conn = await loop.create_connection(_Conn, self.host, self.port)
+            else:  # an engine in a jail: its own loopback, reached from inside its namespace
+                sock = netns.socket_in(jail)
+                try:
+                    sock.setblocking(False)
+                    await loop.sock_connect(sock, ("127.0.0.1", self.port))
+                except BaseException:
+                    sock.close()
+                    raise
+                transport, conn = await loop.create_connection(_Conn, sock=sock)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -14,7 +14,8 @@ fields and the grids they are on (``grids``) and what its words may be (``words`
 sums, because they are of two kinds:
 
 - **numbers** (``NUMBER_BITS`` at most, checked on every report before it is signed):
-  the PPL, the TPS, its interval, the time the run finished, and any number left in a
+  the PPL, the TPS, its interval, the time the run finished (and the grid point its
+  publication is held to, ``verifier.scale.queue.hold``), and any number left in a
   failure's message. Each costs log2 of the number of values its grid allows over its
   range, however the engine picks among them;
 - **outcome**: the verdict, each judged check's status, which findings were raised, the

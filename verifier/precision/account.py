@@ -12,6 +12,7 @@ from schemas.check_ids import CATALOG
 from verifier.precision.grids import (
     CI_GRID,
     FAILURE_NUMBER_BITS,
+    PUBLICATION_BITS,
     TPS_VALUES,
     ci_public,
     finished_public,
@@ -59,7 +60,9 @@ class Bits:
 
 
 #: numeric members that hold what the verifier, the spec or the participant fixed before
-#: the engine saw any held-out data (prefixes of member paths)
+#: the engine saw any held-out data (prefixes of member paths); ``metrics.ppl.tokens`` and
+#: ``records`` are the records the procedure sent, never how many the engine answered
+#: well (``scored_tokens``, ``scored_records``: the evidence's, 64 bits here if present)
 _FIXED = (
     "schema_version",
     "submission.",
@@ -183,6 +186,9 @@ def engine_bits(doc: dict[str, Any], *, evaluation_s: float, rules: int = 0) -> 
     if doc.get("finished") != finished_public(doc["finished"], doc["started"]):
         bits.unaccounted.append("finished")
         bits.numbers["finished"] = 64.0
+    # the grid point its publication is held to: the one after ``finished``, or the next
+    # where the verifier's own work after the run passed it (``verifier.scale.queue.hold``)
+    bits.numbers["publication"] = PUBLICATION_BITS
     _texts(doc, bits)
     _outcome(doc, bits, rules)
     return bits

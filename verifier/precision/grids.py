@@ -22,6 +22,10 @@ TPS_RANGE = (0.1, 1e6)
 CI_GRID = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
 #: the time a run finished, rounded down to this many seconds (never before it started)
 FINISHED_GRID_S = 1800
+#: when the run's end shows anywhere else (a board's head, a queue's history): the grid
+#: point after ``finished`` or, where the verifier's own work after the run passed it, the
+#: next one (``verifier.scale.queue.hold``): one bit beside ``finished``'s
+PUBLICATION_BITS = 1.0
 #: the numbers of a failure's message: integers under 1000 as they are, others to one
 #: significant digit (marked ``~``), as many as the report's budget leaves, the rest
 #: ``...``; one costs log2 of 1000 integers and the 1-digit values from 1 to 1e12

@@ -39,10 +39,19 @@ class RunnerInfo:
     #: does it keep the engine away from the verifier's files (the held-out set, the
     #: signing key)? A runner that cannot runs on the public set and is never signed.
     sandboxed: bool
+    #: why a runner that is a sandbox elsewhere is none here (the jail: the primitive the
+    #: kernel refused and the setting that would allow it)
+    reason: str | None = None
+    #: does it build the bundle's image from the pinned base? (intake then refuses a base
+    #: the spec does not confirm)
+    rebuilds: bool = True
 
     def unsandboxed(self) -> str | None:
         """What a run on this runner is denied, said once, first; None for a sandbox."""
-        return None if self.sandboxed else UNSANDBOXED.format(name=self.name)
+        if self.sandboxed:
+            return None
+        said = UNSANDBOXED.format(name=self.name)
+        return said if self.reason is None else f"{said} ({self.reason})"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from verifier.declared import DeclaredModel
 from verifier.runners.base import ReferenceRunner, Runner, RunnerInfo
 
 #: every runner's name, as ``--runner`` spells it
-RUNNER_NAMES = ("local-docker", "process", "hf-jobs")
+RUNNER_NAMES = ("local-docker", "jail", "process", "hf-jobs")
 
 
 def runner_info(name: str) -> RunnerInfo:
@@ -31,6 +31,10 @@ def _runner_class(name: str) -> Any:
         from verifier.runners.local_docker import LocalDockerRunner
 
         return LocalDockerRunner
+    if name == "jail":
+        from verifier.runners.jail import JailRunner
+
+        return JailRunner
     if name == "process":
         from verifier.runners.process import ProcessRunner
 
@@ -43,10 +47,14 @@ def _runner_class(name: str) -> Any:
 def make_runner(name: str) -> Runner:
     """A fresh runner named ``name`` (one of ``RUNNER_NAMES``).
 
-    ``hf-jobs`` drives an engine that a server job already serves, at
+    ``jail`` is made once this host showed it can make one (else it is unsandboxed,
+    saying why); ``hf-jobs`` drives an engine that a server job already serves, at
     ``$PODIUM_SERVER_URL`` (``$VARS`` in it expanded).
     """
     cls = _runner_class(name)
+    if name == "jail":  # tries the kernel's primitives once: unsandboxed where refused
+        jail: Runner = cls.made()
+        return jail
     if name != "hf-jobs":
         runner: Runner = cls()
         return runner

@@ -131,7 +131,7 @@ def tail(path: Path, n: int) -> str:
 
 
 class ProcessRunner:
-    info = RunnerInfo(name="process", can_verify=False, sandboxed=False)
+    info = RunnerInfo(name="process", can_verify=False, sandboxed=False, rebuilds=False)
 
     def __init__(
         self,

@@ -1,16 +1,20 @@
 """What a worker or a dispatcher works from, opened from the names a person gives.
 
 The queue (which must exist already: only ``podium queue submit`` makes one), the
-volumes a job mounts (a Hub dataset at a revision, or a folder here), the jobs backend
-and the harness image a dispatcher starts its jobs with.
+challenge spec each request is verified against (``--challenge``), the volumes a job
+mounts (a Hub dataset at a revision, or a folder here), the jobs backend and the harness
+image a dispatcher starts its jobs with.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from podium.errors import UsageError
+from podium.remote import is_remote
+from schemas.challenge import ChallengeSpec, load_challenge
 from verifier.scale.dispatch.jobs import JobsBackend, VolumeSpec
 from verifier.scale.queue.stores import LocalQueue, hub_repo_of, open_queue
 from verifier.scale.queue.stores.base import QueueStore
@@ -76,3 +80,32 @@ def harness_image(kind: str, given: str | None) -> str | None:
 
         return build_harness_image()
     return None
+
+
+def spec_source(given: ChallengeSpec | None) -> Callable[[str], ChallengeSpec]:
+    """What a worker or a dispatcher verifies a request against: ``given`` (the spec of
+    ``--challenge``, by name, path, URL or ``hf://``) for requests of its challenge id,
+    and the shipped spec of the id a request names for any other."""
+    if given is None:
+        return load_challenge
+
+    def spec_for(challenge_id: str) -> ChallengeSpec:
+        return given if challenge_id == given.id else load_challenge(challenge_id)
+
+    return spec_for
+
+
+def remote_challenge(given: str | None, spec: ChallengeSpec | None) -> dict[str, str]:
+    """Challenge id -> the reference a harness job loads it by (``--challenge``): a job
+    cannot read a spec file of this machine, so a given spec must be a URL or ``hf://``
+    (or a shipped name)."""
+    if given is None or spec is None:
+        return {}
+    if is_remote(given) or (not Path(given).suffix and not Path(given).exists()):
+        return {spec.id: given}
+    raise UsageError(
+        f"--challenge {given}: a harness job cannot read a spec file of this machine",
+        hint="publish the (locked) spec where the job can fetch it and pass that: "
+        "hf://datasets/ORG/NAME/challenge.json or https://...",
+        where="--challenge",
+    )

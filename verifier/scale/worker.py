@@ -24,6 +24,7 @@ from verifier.declared import DeclaredModel
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.runners.base import ReferenceRunner, Runner
 from verifier.runners.factory import make_runner, runner_info
+from verifier.scale.queue.hold import Hold
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
 from verifier.scale.queue.request import Claim, QueueRequest
@@ -48,6 +49,8 @@ class WorkerConfig:
     poll_s: float = 30.0
     verify_fn: VerifyFn = verify
     spec_for: Callable[[str], ChallengeSpec] = load_challenge
+    #: when a request's end may show (None: at once, for tests and private queues)
+    hold: Hold | None = field(default_factory=Hold)
 
 
 def sandboxed_runner(name: str) -> Callable[[], Runner]:
@@ -57,7 +60,7 @@ def sandboxed_runner(name: str) -> Callable[[], Runner]:
     if denied:
         raise UsageError(
             f"{denied}: a worker signs and publishes what it verifies, so it needs a sandbox",
-            hint="run the worker with --runner local-docker",
+            hint="run the worker with --runner local-docker or --runner jail",
         )
     return partial(make_runner, name)
 
@@ -101,8 +104,11 @@ class Worker:
             self.say(f"interrupted: released {rid}")
             raise
         except PodiumError as exc:
-            return conclude_failed(cfg.queue, keeper, rid, f"could not verify: {exc}", self.say)
-        return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say)
+            msg = f"could not verify: {exc}"
+            return conclude_failed(cfg.queue, keeper, rid, msg, self.say, hold=cfg.hold)
+        return conclude(
+            cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say, hold=cfg.hold
+        )
 
     def _verify(self, req: QueueRequest, out: Path) -> Outcome:
         cfg = self.cfg

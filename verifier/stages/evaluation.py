@@ -219,6 +219,8 @@ def vllm_runtime(run: Run, handle: EngineHandle, result: HarnessResult) -> None:
     start-up arguments; ``verifier.checks.runtime_mismatch`` compares them with the frozen
     config, and its findings (``engine.runtime-mismatch``, and the challenge's forbidden
     rules as seen at run time) join the run's; the record is the report's ``runtime``.
+    All of it is the engine's word: a first filter that can only raise findings, never
+    evidence that a lever is in effect (``verifier.checks.vllm_image`` decides that).
     """
     from verifier.checks.runtime_mismatch import compare
     from verifier.harness import engine_runtime as runtime
@@ -242,7 +244,6 @@ def vllm_runtime(run: Run, handle: EngineHandle, result: HarnessResult) -> None:
         harness_generated_tokens=tokens,
         expected_version=labels.get("org.podium.vllm-version"),
     )
-    run.in_effect = runtime.levers_in_effect(obs, manifest.engine.config)
     pin = (rec.image.base_image if rec.image else None) or manifest.engine.base_image.digest
     rec.runtime = runtime.record(
         obs,

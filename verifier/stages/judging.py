@@ -18,12 +18,15 @@ import dataclasses
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from podium.errors import EngineError
 from schemas.challenge import ChallengeSpec
 from schemas.check_ids import PPL_CAP
+from verifier import vllm_image
 from verifier.checks import registry
 from verifier.checks.base import CheckContext, CheckOutcome
+from verifier.checks.vllm_image import confirmed_levers
 from verifier.datasets import EvaluationSets
 from verifier.declared import DeclaredModel, declared_model
 from verifier.evidence import ReferenceEvidence
@@ -96,14 +99,36 @@ def model_ppl(spec: ChallengeSpec, sets: EvaluationSets | None) -> float | None:
 
 
 def declared(run: Run) -> DeclaredModel:
-    """The model as the entry declared it, as far as the reference reproduces it."""
+    """The model as the entry declared it, as far as the reference reproduces it, with the
+    levers podium itself made true (``confirmed``)."""
     manifest = run.record.intake.manifest if run.record.intake else None
     config = manifest.engine.config if manifest is not None else None
     spec = run.spec
     rule = str(spec.check("reference_decode").get("rule", "budget"))
     kind = manifest.engine.kind if manifest is not None else None
     model = declared_model(config, spec.reference.dtype, rule, kind)
-    return dataclasses.replace(model, in_effect=dict(run.in_effect))
+    in_effect, unconfirmed = confirmed(run)
+    return dataclasses.replace(model, in_effect=in_effect, unconfirmed=unconfirmed)
+
+
+def confirmed(run: Run) -> tuple[dict[str, Any], dict[str, str]]:
+    """The KV-cache levers podium made true, from what the verifier holds: the bundle intake
+    opened, the spec's pinned vLLM images, its own launcher and its own rebuild's base
+    (``verifier.vllm_image``, judged by ``verifier.checks.vllm_image``); never the
+    engine's log, ``/version``, ``/metrics`` or answers."""
+    intake = run.record.intake
+    if intake is None or intake.manifest is None:
+        return {}, {}
+    manifest = intake.manifest
+    image = None
+    if manifest.engine.kind == "vllm" and intake.root is not None:
+        pinned = vllm_image.pinned_refs(run.spec)
+        rebuilt = run.record.image.base_image if run.record.image is not None else None
+        image = dataclasses.replace(
+            vllm_image.inspect(intake.root, manifest, run.spec),
+            rebuilt_from_pin=vllm_image.rebuilt_from_pin(manifest, pinned, rebuilt),
+        )
+    return confirmed_levers(image, manifest.engine.config)
 
 
 def load(run: Run, model_dir: Path, lifetimes: contextlib.ExitStack) -> ReferenceRunner | None:

@@ -3,8 +3,9 @@
 
 Intake runs once: its result (``Intake``) flows to the runner, the checks and the report,
 and a caller that already ran it (the Jobs dispatcher) passes it in. Broken rules at
-intake, or an image over the challenge's limit, end the run as REJECTED before anything
-is started; a stage that cannot complete ends it as FAILED, naming the stage.
+intake, an image over the challenge's limit, or a build step that reached for the
+network, end the run as REJECTED before anything is started; a stage that cannot
+complete ends it as FAILED, naming the stage.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from podium.errors import PodiumError
+from podium.errors import ImageBuildError, PodiumError
 from schemas.report import Stage
 from verifier.checks.hardware import clean_gpu_findings, hardware_findings
-from verifier.checks.limits import image_size
+from verifier.checks.limits import build_network, image_size
 from verifier.datasets import evaluation_sets
 from verifier.fingerprint import take_fingerprint
 from verifier.intake import Intake, intake
@@ -43,7 +44,12 @@ def opened(run: Run, workdir: Path) -> Intake:
         return f"{errors} rule(s) broken: nothing is built or run" if not result.ok else None
 
     if req.intake is None:
-        taken = run.timed("intake", lambda: intake(req.bundle, workdir, req.spec), verdict=broken)
+        rebuilds = req.runner is None or req.runner.info.rebuilds
+        taken = run.timed(
+            "intake",
+            lambda: intake(req.bundle, workdir, req.spec, rebuilds=rebuilds),
+            verdict=broken,
+        )
     else:
         taken = req.intake
         status = "failed" if broken(taken) else "ok"
@@ -94,6 +100,13 @@ def start(run: Run, runner: Runner, taken: Intake) -> Started | None:
                 spec, model_dir=model.path, gpu=gpu, drafter_dir=drafter.path if drafter else None
             ),
         )
+    except ImageBuildError as exc:
+        fetched = build_network(exc)  # a step that reached for the network: a broken rule
+        if fetched:
+            rec.findings += fetched
+        else:
+            run.fail(rec.stages[-1].name if rec.stages else "rebuild", str(exc))
+        return None
     except PodiumError as exc:
         run.fail(rec.stages[-1].name if rec.stages else "intake", str(exc))
         return None

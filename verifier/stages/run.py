@@ -73,9 +73,6 @@ class Run:
         self.sets: EvaluationSets | None = None
         #: what the engine said when the run failed, verbatim: for the organizer's log only
         self.engine_said: list[str] = []
-        #: declared lossy knobs seen in effect in the engine's own runtime (vLLM's parsed
-        #: arguments), the only way a lever the reference cannot reproduce counts
-        self.in_effect: dict[str, Any] = {}
 
     @property
     def spec(self) -> ChallengeSpec:

@@ -384,7 +384,9 @@ function render() {
   renderSet();
   renderScatter(rows);
   const bad = (state.doc.unverified || []).length;
-  $("status").textContent = `${state.records.length} records, ${ranked.length} ranked in ${state.challenge}` + (bad ? `, ${bad} unverified` : "");
+  $("status").textContent = state.challenge
+    ? `${state.records.length} records, ${ranked.length} ranked in ${state.challenge}` + (bad ? `, ${bad} unverified` : "")
+    : "no records in this store yet" + (bad ? `; ${bad} unverified` : "");
   document.body.dataset.ready = "1";
   document.body.dataset.renderMs = String(Math.round(performance.now() - T0));
 }

@@ -81,6 +81,7 @@ def main() -> None:
 
     queue, store, key, ledger, out, lease, delay = sys.argv[1:8]
     cfg = WorkerConfig(
+        hold=None,  # no hold here: test_publication_hold.py tests it
         queue=open_queue(queue),
         store=open_store(store),
         key=load_private_key(Path(key)),

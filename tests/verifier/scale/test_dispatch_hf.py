@@ -8,16 +8,19 @@ replaced at that seam only (a registry reference stands for the pushed image).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hubserver import FakeHub, FakeJob
 from quickverify import quick_verify
 
 from leaderboard.stores.local import LocalStore
+from podium import dockerx
 from podium.signing import KeyPair
 from schemas.challenge import load_challenge
 from verifier.intake import intake
@@ -72,6 +75,7 @@ def play_harness(hub: FakeHub, bundle: Path, keypair: KeyPair, tmp: Path) -> Non
 
 def make_config(hub: FakeHub, tmp: Path, keypair: KeyPair, queue: HubQueue) -> DispatchConfig:
     return DispatchConfig(
+        hold=None,  # no hold here: test_publication_hold.py tests it
         queue=queue,
         backend=PushedJobs(namespace="org", endpoint=hub.endpoint, token="hf_x"),
         key=keypair,
@@ -155,3 +159,28 @@ def test_a_restarted_dispatcher_adopts_the_jobs_it_launched(
     assert len(fake_hub.jobs) == 2  # nothing launched twice
     (done,) = queue.list_requests()
     assert done.doc["result"]["jobs"]["harness"] == harness.id
+
+
+@pytest.mark.fires("image.network")
+def test_a_build_step_that_reached_for_the_network_is_rejected_before_any_job(
+    fake_hub: FakeHub, sample_bundle: Path, keypair: KeyPair, tmp_path: Path
+) -> None:
+    """The dispatcher rebuilds before it launches anything: a step that fetched ends the
+    request REJECTED on ``image.network``, signed, with no job started."""
+    step = "5/9 : RUN curl -o /x http://example.org/x"
+
+    def fetching_build(root: Path, manifest: Any, spec: Any, *, tag: str) -> dict[str, Any]:
+        raise dockerx.build_failure(
+            tag, "returned a non-zero code: 6", f"Step {step}\ncurl: (6) Could not resolve host\n"
+        )
+
+    queue = HubQueue("org/queue", endpoint=fake_hub.endpoint, cache_dir=tmp_path / "c")
+    queue.submit([describe_bundle(sample_bundle)])
+    cfg = dataclasses.replace(make_config(fake_hub, tmp_path, keypair, queue), build=fetching_build)
+    (handled,) = Dispatcher(cfg).run(once=True)
+    assert fake_hub.jobs == {}
+    (req,) = queue.list_requests()
+    report = json.loads(Path(req.doc["result"]["logs"]["report"]).read_text())
+    assert report["verdict"] == "REJECTED", (handled, report["findings"])
+    (found,) = [f for f in report["findings"] if f["check_id"] == "image.network"]
+    assert step in found["message"] and "http://example.org/x" in found["hint"]

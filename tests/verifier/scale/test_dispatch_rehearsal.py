@@ -60,6 +60,7 @@ def test_local_dispatch_rehearsal_verifies_a_queued_bundle(
     (req,) = queue.submit([describe_bundle(sample_bundle)])
     backend = LocalJobs()
     cfg = DispatchConfig(
+        hold=None,  # no hold here: test_publication_hold.py tests it
         queue=queue,
         backend=backend,
         key=keypair,

@@ -44,6 +44,7 @@ def drain(queue: QueueStore, store: object, keypair: KeyPair, tmp: Path, n: int)
     workers = [
         Worker(
             WorkerConfig(
+                hold=None,  # no hold here: test_publication_hold.py tests it
                 queue=queue,
                 store=store,
                 key=keypair,
@@ -159,6 +160,7 @@ def test_a_killed_worker_loses_nothing(
     ledger = tmp_path / "ledger.jsonl"
     rescuer = Worker(
         WorkerConfig(
+            hold=None,  # no hold here: test_publication_hold.py tests it
             queue=queue,
             store=store,
             key=keypair,

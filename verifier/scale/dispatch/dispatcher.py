@@ -24,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from podium import __version__
-from podium.errors import PodiumError
+from podium.errors import ImageBuildError, PodiumError
 from podium.signing import KeyPair, verify_document
 from schemas.challenge import ChallengeSpec, load_challenge
-from verifier.intake import intake
+from verifier.checks.limits import build_network
+from verifier.intake import Intake, intake
 from verifier.pipeline import Outcome, VerifyRequest, verify
 from verifier.report import write_report
 from verifier.scale.dispatch import jobs as J
 from verifier.scale.dispatch.jobs import JobsBackend, JobSpec, JobState, VolumeSpec
+from verifier.scale.queue.hold import Hold
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
 from verifier.scale.queue.request import Claim, QueueRequest
@@ -59,11 +61,15 @@ class DispatchConfig:
     job_timeout_s: int = 3600
     dispatcher_id: str = field(default_factory=default_identity)
     spec_for: Callable[[str], ChallengeSpec] = load_challenge
+    #: challenge id -> the reference the harness job loads its spec by (default: the id)
+    challenge_refs: dict[str, str] = field(default_factory=dict)
     model_volume: Callable[[ChallengeSpec], VolumeSpec] | None = None
     #: the challenge's pinned drafter (None: it has none); default: as the model's
     drafter_volume: Callable[[ChallengeSpec], VolumeSpec | None] | None = None
     #: rebuilds the participant's image: (bundle root, manifest, spec, tag) -> image facts
     build: Callable[..., dict[str, Any]] | None = None
+    #: when a request's end may show (None: at once, for tests and private queues)
+    hold: Hold | None = field(default_factory=Hold)
 
 
 def default_model_volume(spec: ChallengeSpec, backend: JobsBackend) -> VolumeSpec:
@@ -131,7 +137,8 @@ class Dispatcher:
             return self.dispatch_one(keeper, req)
         except PodiumError as exc:
             msg = f"could not dispatch: {exc}"
-            return conclude_failed(self.cfg.queue, keeper, req.request_id, msg, self.say)
+            cfg = self.cfg
+            return conclude_failed(cfg.queue, keeper, req.request_id, msg, self.say, hold=cfg.hold)
 
     # -- one request -------------------------------------------------------------
 
@@ -144,19 +151,15 @@ class Dispatcher:
         self.say(f"dispatching {rid} ({req.doc['team']}/{req.doc['entry']}, attempt {attempt})")
         opened = intake(bundle, work / "intake", spec)
         if not opened.ok:  # rules broken: REJECTED here, nothing is built or started
-            outcome = verify(
-                VerifyRequest(
-                    bundle=bundle,
-                    spec=spec,
-                    runner=None,
-                    out_dir=work,
-                    reported_tps=req.doc["reported_tps"],
-                    key=cfg.key,
-                    intake=opened,
-                )
-            )
-            return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say)
-        pair = self._adopt(rid) or self._launch(req, spec, opened, work, attempt)
+            return self._rejected(keeper, req, bundle, spec, work, opened)
+        try:
+            pair = self._adopt(rid) or self._launch(req, spec, opened, work, attempt)
+        except ImageBuildError as exc:
+            fetched = build_network(exc)  # a step that reached for the network: REJECTED
+            if not fetched:
+                raise
+            opened.findings += fetched
+            return self._rejected(keeper, req, bundle, spec, work, opened)
         server, harness, group = pair
         final = self._follow(server, harness)
         jobs_rec = {"server": server, "harness": harness, "network_group": group}
@@ -169,14 +172,14 @@ class Dispatcher:
         if report is None:  # its log stays the organizer's: it may quote the engine
             msg = (
                 f"the harness job ended {final.stage} without a report "
-                f"({len(logs['harness_lines'])} log lines, in the organizer's {logs['harness']})"
+                f"(its log is the organizer's: {logs['harness']})"
             )
-            return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra)
+            return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra, cfg.hold)
         try:
             verify_document(report, cfg.key.public_key)
         except PodiumError as exc:
             msg = f"the harness job's report does not verify: {exc}"
-            return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra)
+            return conclude_failed(cfg.queue, keeper, rid, msg, self.say, extra, cfg.hold)
         path = write_report(report, work / "report.json")
         outcome = Outcome(report=report, report_path=path, verdict=report["verdict"], signed=True)
         evidence = J.report_from_logs(logs["harness_lines"], J.EVIDENCE_MARK)
@@ -184,7 +187,35 @@ class Dispatcher:
         if evidence is not None and evidence.get("report_id") == report["report_id"] and named:
             outcome.evidence = evidence
             outcome.evidence_path = write_report(evidence, work / str(named))
-        return conclude(cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say, extra)
+        return conclude(
+            cfg.queue, keeper, rid, outcome, cfg.store, cfg.key, self.say, extra, cfg.hold
+        )
+
+    def _rejected(
+        self,
+        keeper: LeaseKeeper,
+        req: QueueRequest,
+        bundle: Path,
+        spec: ChallengeSpec,
+        work: Path,
+        opened: Intake,
+    ) -> Handled:
+        """A signed REJECTED report from the broken rules found before any job started."""
+        cfg = self.cfg
+        outcome = verify(
+            VerifyRequest(
+                bundle=bundle,
+                spec=spec,
+                runner=None,
+                out_dir=work,
+                reported_tps=req.doc["reported_tps"],
+                key=cfg.key,
+                intake=opened,
+            )
+        )
+        return conclude(
+            cfg.queue, keeper, req.request_id, outcome, cfg.store, cfg.key, self.say, hold=cfg.hold
+        )
 
     def _adopt(self, rid: str) -> tuple[str, str, str] | None:
         """The job pair a previous dispatch launched for ``rid``, if still worth following."""
@@ -240,7 +271,7 @@ class Dispatcher:
             "python3", "-m", "podium.cli.app", "harness",
             "--server", f"http://${{HF_NETWORK_GROUP_PREFIX}}{ENGINE_ALIAS}:{manifest.engine.port}",
             "--bundle", f"{cfg.queue_volume.mount_path}/{req.doc['bundle']['path']}",
-            "--challenge", spec.id,
+            "--challenge", cfg.challenge_refs.get(spec.id, spec.id),
             "--out", "/tmp/podium-out",
             "--image-id", image["id"],
             "--server-job", server,

@@ -5,7 +5,9 @@ verifies each request here, one at a time, in the calling thread (so a second si
 interrupts the verification itself); a dispatcher keeps up to ``max_concurrent`` job
 pairs in flight, each followed on a thread of its own. Either way one ``LeaseKeeper``
 renews every claim the process holds in one write per tick, and ``conclude`` is the one
-way a verification's outcome ends: fence, publish, mark.
+way a verification's outcome ends: hold, fence, publish, mark. The hold keeps the
+request's end out of sight until the grid point its report's ``finished`` allows
+(``verifier.scale.queue.hold``), so that how long the engine took shows nowhere finer.
 
 Exactly once, with leases rather than trust: before publishing, ``conclude`` renews once
 more, which fails if the request is no longer the caller's (its lease expired and
@@ -17,16 +19,20 @@ of one report adds nothing.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from podium.errors import PodiumError
 from podium.signing import KeyPair
+from podium.timestamps import iso_utc
+from verifier.scale.queue.hold import Hold
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.request import Claim, QueueRequest
 from verifier.scale.queue.stores.base import WorkQueue
@@ -162,8 +168,10 @@ def conclude(
     key: KeyPair,
     say: Say,
     extra: dict[str, Any] | None = None,
+    hold: Hold | None = None,
 ) -> Handled:
-    """Fence, publish, mark: what happens to a verification's ``Outcome``."""
+    """Hold, fence, publish, mark: what happens to a verification's ``Outcome``.
+    ``hold``: when its end may show (``verifier.scale.queue.hold``; None: at once)."""
     report = outcome.report
     result: dict[str, Any] = {
         "verdict": outcome.verdict,
@@ -172,31 +180,34 @@ def conclude(
     }
     for k, v in (extra or {}).items():
         result[k] = {**result.get(k, {}), **v} if isinstance(v, dict) else v
+    at = _wait(queue, keeper, rid, hold, report, say)
     # the fence: still ours right now, and for lease_s from now
     if not keeper.renew_now(rid):
         say(f"dropped the result of {rid}: {keeper.lost(rid)}")
         return Handled(rid, "LOST", outcome.verdict, keeper.lost(rid) or "")
     if outcome.verdict == "FAILED" or not outcome.signed:
         failure = (report.get("failure") or {}).get("message") or "no signed report"
-        return conclude_failed(queue, keeper, rid, f"verification FAILED: {failure}", say, result)
+        msg = f"verification FAILED: {failure}"
+        return _mark_failed(queue, keeper, rid, msg, say, result, at)
     if store is not None:
         from leaderboard.publish import publish_reports
 
         try:
-            published = publish_reports([report], store, key)
+            clock = hold.clock if hold is not None else None
+            published = publish_reports([report], store, key, now=clock)
         except PodiumError as exc:
             msg = (
                 f"verified ({outcome.verdict}) but not published: {exc}; retry with "
                 f"`podium leaderboard publish {outcome.report_path} --store {store.url}`"
             )
-            return conclude_failed(queue, keeper, rid, msg, say, result)
+            return _mark_failed(queue, keeper, rid, msg, say, result, at)
         result.update(
             store=published.store,
             published=True,
             record_ids=[r["record_id"] for r in published.records],
         )
     try:
-        queue.finish(keeper.claim(rid), result)
+        queue.finish(keeper.claim(rid), result, at)
     except (PodiumError, KeyError) as exc:
         say(f"could not mark {rid} FINISHED: {exc}")
         return Handled(rid, "LOST", outcome.verdict, str(exc))
@@ -206,6 +217,30 @@ def conclude(
     return Handled(rid, "FINISHED", outcome.verdict)
 
 
+def _wait(
+    queue: WorkQueue,
+    keeper: LeaseKeeper,
+    rid: str,
+    hold: Hold | None,
+    report: dict[str, Any] | None,
+    say: Say,
+) -> datetime | None:
+    """Hold the request's end to the report's grid (the lease kept meanwhile); a second
+    signal during the wait lets the request go back to PENDING, unpublished."""
+    if hold is None:
+        return None
+    point = hold.release_at(report)
+    if point is not None:
+        say(f"holding {rid} until {iso_utc(point)}: a run's end shows only on the report's grid")
+    try:
+        return hold.until(report)
+    except KeyboardInterrupt:
+        with contextlib.suppress(PodiumError, KeyError):
+            queue.release(keeper.claim(rid), "interrupted while its end was held")
+        keeper.drop(rid)
+        raise
+
+
 def conclude_failed(
     queue: WorkQueue,
     keeper: LeaseKeeper,
@@ -213,10 +248,25 @@ def conclude_failed(
     message: str,
     say: Say,
     result: dict[str, Any] | None = None,
+    hold: Hold | None = None,
 ) -> Handled:
-    """Mark the request FAILED (no usable report) and let its claim go."""
+    """Mark the request FAILED (no usable report) and let its claim go; ``hold``: held to
+    the grid point after now first (the run may have ended when the engine chose)."""
+    at = _wait(queue, keeper, rid, hold, None, say)
+    return _mark_failed(queue, keeper, rid, message, say, result, at)
+
+
+def _mark_failed(
+    queue: WorkQueue,
+    keeper: LeaseKeeper,
+    rid: str,
+    message: str,
+    say: Say,
+    result: dict[str, Any] | None,
+    at: datetime | None,
+) -> Handled:
     try:
-        queue.fail(keeper.claim(rid), message, result)
+        queue.fail(keeper.claim(rid), message, result, at)
     except (PodiumError, KeyError) as exc:
         say(f"could not mark {rid} FAILED: {exc}")
         return Handled(rid, "LOST", None, str(exc))

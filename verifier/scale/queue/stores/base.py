@@ -18,6 +18,7 @@ import socket
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -83,15 +84,33 @@ class WorkQueue(Protocol):
 
     def renew(self, claims: list[Claim], lease_s: float) -> tuple[list[Claim], list[str]]: ...
 
-    def finish(self, claim: Claim, result: dict[str, Any]) -> QueueRequest: ...
+    def finish(
+        self, claim: Claim, result: dict[str, Any], at: datetime | None = None
+    ) -> QueueRequest: ...
 
     def fail(
-        self, claim: Claim, message: str, result: dict[str, Any] | None = None
+        self,
+        claim: Claim,
+        message: str,
+        result: dict[str, Any] | None = None,
+        at: datetime | None = None,
     ) -> QueueRequest: ...
 
     def release(self, claim: Claim, note: str) -> QueueRequest: ...
 
     def fetch_bundle(self, req: QueueRequest, dest: Path) -> Path: ...
+
+
+def require_challenge(bundles: list[BundleToSubmit], challenge_id: str) -> None:
+    """Refuse (``UsageError``) a bundle whose manifest names another challenge than the
+    one given with ``--challenge``, naming both, before anything is stored."""
+    for b in bundles:
+        if b.challenge != challenge_id:
+            raise UsageError(
+                f"{b.path.name} is for challenge {b.challenge!r}, not {challenge_id!r}",
+                hint="submit it without --challenge, or to the queue of its own challenge",
+                where=str(b.path),
+            )
 
 
 class QueueStore(ABC):
@@ -222,18 +241,27 @@ class QueueStore(ABC):
 
         return self._change([claim.request_id], apply, message=message)[0]
 
-    def finish(self, claim: Claim, result: dict[str, Any]) -> QueueRequest:
+    def finish(
+        self, claim: Claim, result: dict[str, Any], at: datetime | None = None
+    ) -> QueueRequest:
+        """Mark FINISHED; ``at``: the time its history says (default: now)."""
         return self._holding(
             claim,
-            lambda r: rq.finished(r, claim, result),
+            lambda r: rq.finished(r, claim, result, at),
             f"Finish {claim.request_id[:12]}: {result.get('verdict')}",
         )
 
     def fail(
-        self, claim: Claim, message: str, result: dict[str, Any] | None = None
+        self,
+        claim: Claim,
+        message: str,
+        result: dict[str, Any] | None = None,
+        at: datetime | None = None,
     ) -> QueueRequest:
         return self._holding(
-            claim, lambda r: rq.failed(r, claim, message, result), f"Fail {claim.request_id[:12]}"
+            claim,
+            lambda r: rq.failed(r, claim, message, result, at),
+            f"Fail {claim.request_id[:12]}",
         )
 
     def release(self, claim: Claim, note: str) -> QueueRequest:
