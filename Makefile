@@ -24,7 +24,7 @@ venv: $(STAMP)
 # the CPU build from the machine's wheel store rather than resolving a CUDA one.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev,engine,docker,data,sweep]' 'torch==2.13.0'
+	$(PY) -m pip install --quiet -e '.[dev,engine,docker,data,sweep,postgres]' 'torch==2.13.0'
 	touch $@
 
 docker:

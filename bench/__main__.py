@@ -40,6 +40,12 @@ def docker_missing() -> str | None:
     return None if done.returncode == 0 else "no Docker engine running (docker info failed)"
 
 
+def _pg() -> bool:
+    from bench.pgcluster import binaries
+
+    return binaries() is not None
+
+
 def cuda_missing() -> str | None:
     """Why no CUDA GPU can be used here, or None."""
     if importlib.util.find_spec("torch") is None:
@@ -120,6 +126,13 @@ PARTS: dict[str, Part] = {
             argv=lambda out, quick: ["--out", str(out)],
         ),
         Part(
+            "door_queue",
+            "door_queue",
+            "PostgreSQL (apt-get install postgresql) and the server and postgres extras",
+            lambda: None if _pg() else "PostgreSQL is not installed (apt-get install postgresql)",
+            argv=lambda out, quick: ["--out", str(out)] + (["--requests", "200"] if quick else []),
+        ),
+        Part(
             "gpu_e4b",
             "gpu_e4b",
             "a CUDA GPU (on the GPU machine: bash bench/gpu.sh)",
@@ -151,6 +164,7 @@ HELPERS = {
     "docs_calibration": "the regions of docs/benchmarks.md from calibration/results/",
     "docs_missed": "the region of docs/benchmarks.md where a goal is missed",
     "docs_measurement": "the regions of docs/measurement.md",
+    "pgcluster": "a throwaway PostgreSQL cluster (door_queue; tests/competition import it too)",
 }
 
 

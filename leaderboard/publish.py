@@ -67,13 +67,16 @@ def publish_reports(
     *,
     public_key: Ed25519PublicKey | None = None,
     now: Callable[[], datetime] | None = None,
+    submitter: dict[str, str] | None = None,
 ) -> Published:
     """Build a signed record from each signed report; publish them in one call.
 
-    ``now``: the clock the head is signed with (tests make stale heads with it)."""
+    ``now``: the clock the head is signed with (tests make stale heads with it);
+    ``submitter``: the team and user a competition's door authenticated, signed into each
+    row."""
     unique: dict[str, dict[str, Any]] = {}
     for report in reports:
-        rec = record_from_report(report, keypair, public_key=public_key)
+        rec = record_from_report(report, keypair, public_key=public_key, submitter=submitter)
         unique.setdefault(rec["record_id"], rec)
     records = list(unique.values())
     kid = store.publish_key(keypair.public_pem())

@@ -162,9 +162,16 @@ def check_report(
 
 
 def record_from_report(
-    report_doc: dict[str, Any], keypair: KeyPair, *, public_key: Ed25519PublicKey | None = None
+    report_doc: dict[str, Any],
+    keypair: KeyPair,
+    *,
+    public_key: Ed25519PublicKey | None = None,
+    submitter: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Build and sign the leaderboard record of a signed, schema-valid report."""
+    """Build and sign the leaderboard record of a signed, schema-valid report.
+
+    ``submitter``: the team and user a competition's door authenticated (signed into the
+    row; the row's ``team`` stays the report's, which that door checked against it)."""
     check_report(report_doc, keypair, public_key)
     sub = report_doc["submission"]
     challenge = {"id": report_doc["challenge"]["id"], "version": report_doc["challenge"]["version"]}
@@ -202,5 +209,7 @@ def record_from_report(
         "verified_at": report_doc["finished"],
         "findings": _findings(report_doc),
     }
+    if submitter is not None:
+        record["submitter"] = {"team": submitter["team"], "user": submitter["user"]}
     validate("record", record, file=f"record of report {report_doc['report_id']}")
     return sign_document(record, keypair)

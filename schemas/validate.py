@@ -30,6 +30,7 @@ KINDS: dict[str, str] = {
     "head": "head.schema.json",
     "withdrawal": "withdrawal.schema.json",
     "key-rotation": "key-rotation.schema.json",
+    "roster": "roster.schema.json",
     "heldout-prompt": "heldout-prompt.schema.json",
     "heldout-ppl": "heldout-ppl.schema.json",
 }

@@ -138,6 +138,8 @@ class FakeHub:
         self.jobs: dict[str, FakeJob] = {}
         self.on_job: Any = None  # callable(FakeJob) run when a job is created
         self.namespace = "podium-test"
+        #: token -> username for ``whoami``; empty: every caller is ``namespace``
+        self.users: dict[str, str] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -618,7 +620,15 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def _whoami(self, query: dict[str, str]) -> None:
-        self._json(200, {"type": "user", "name": self.hub.namespace, "orgs": []})
+        if not self.hub.users:
+            self._json(200, {"type": "user", "name": self.hub.namespace, "orgs": []})
+            return
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        name = self.hub.users.get(token) if scheme == "Bearer" else None
+        if name is None:
+            self._error(401, "Invalid credentials in Authorization header")
+            return
+        self._json(200, {"type": "user", "name": name, "orgs": []})
 
     def _job(self, ns: str, job_id: str) -> FakeJob | None:
         job = self.hub.jobs.get(job_id)

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("podium", "schemas", "submission", "verifier", "leaderboard", "engines")
+PACKAGES = (
+    "podium",
+    "schemas",
+    "submission",
+    "verifier",
+    "leaderboard",
+    "engines",
+    "competition",
+)
 
 #: what each layer may import (besides itself). ``podium`` is the base every package uses
 #: (errors, canonical JSON, signing, the Hub): it imports no package and not the CLI.
@@ -28,6 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "leaderboard": {"podium", "schemas"},
     "verifier": {"podium", "schemas", "submission", "leaderboard", "engines"},
     "engines": set(),
+    # the competition around the verification: a door, a roster, quotas, a database queue
+    "competition": {"podium", "schemas", "submission", "verifier", "leaderboard"},
     "podium.cli": set(PACKAGES),
 }
 LAYERS = (*PACKAGES, "podium.cli")
@@ -199,6 +209,20 @@ def test_nothing_imports_the_cli_but_the_cli() -> None:
     assert all("podium.cli" not in ALLOWED[name] for name in PACKAGES)
 
 
+def test_nothing_below_imports_the_competition() -> None:
+    """``competition`` stands above ``verifier`` and ``leaderboard``: only the CLI uses it."""
+    assert all("competition" not in ALLOWED[name] for name in PACKAGES if name != "competition")
+    graph = edges(modules())
+    wrong = sorted(
+        f"{a} imports {b}"
+        for a, targets in graph.items()
+        if layer(a) not in ("competition", "podium.cli")
+        for b in targets
+        if layer(b) == "competition"
+    )
+    assert wrong == []
+
+
 def test_the_participant_side_and_the_board_never_import_the_verifier() -> None:
     assert "verifier" not in ALLOWED["submission"] | ALLOWED["leaderboard"]
     graph = edges(modules())
@@ -221,6 +245,8 @@ def test_the_participant_side_and_the_board_never_import_the_verifier() -> None:
         ("submission.bundle", "verifier.pipeline"),
         ("leaderboard.publish", "verifier.report"),
         ("verifier.pipeline", "podium.cli.verify_cmd"),
+        ("verifier.scale.worker", "competition.client"),
+        ("leaderboard.publish", "competition.door"),
     ],
 )
 def test_the_layer_rule_catches_an_edge_that_runs_up(importer: str, imported: str) -> None:

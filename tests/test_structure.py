@@ -21,7 +21,7 @@ import pytest
 from schemas import check_ids
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("podium", "schemas", "submission", "verifier", "leaderboard", "engines")
+PRODUCT = ("podium", "schemas", "submission", "verifier", "leaderboard", "engines", "competition")
 TOOLS = ("bench", "calibration", "training", "scripts")
 #: what judges: the types of a judgment and the helpers that make one
 MAKERS = {"Finding", "CheckResult", "CheckOutcome"}

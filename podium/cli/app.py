@@ -17,6 +17,7 @@ import typer
 from podium import __version__
 from podium.cli import (
     challenge_cmd,
+    competition_cmd,
     engine_cmd,
     harness_cmd,
     heldout_cmd,
@@ -77,6 +78,7 @@ COMMAND_MODULES = (
     leaderboard_cmd,
     queue_cmd,
     worker_cmd,
+    competition_cmd,
     heldout_cmd,
     harness_cmd,
 )

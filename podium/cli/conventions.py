@@ -21,7 +21,17 @@ HELP_OPTIONS = {"help_option_names": ["--help", "-h"]}
 #: The top-level commands by role, in the README's order; any other goes under "more".
 ROLES: dict[str, tuple[str, ...]] = {
     "participant": ("submission", "engine", "challenge"),
-    "organizer": ("verify", "keys", "report", "heldout", "queue", "worker", "dispatch"),
+    "organizer": (
+        "verify",
+        "keys",
+        "report",
+        "heldout",
+        "server",
+        "competition",
+        "queue",
+        "worker",
+        "dispatch",
+    ),
     "viewer": ("leaderboard",),
     "documents": ("schema",),
 }

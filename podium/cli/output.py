@@ -88,6 +88,9 @@ def error_document(exc: PodiumError) -> dict[str, Any]:
     finding_id = getattr(exc, "finding_id", None)
     if finding_id:
         doc["finding_id"] = finding_id
+    for extra in ("retry_after", "next_slot"):  # a competition server's 429
+        if getattr(exc, extra, None) is not None:
+            doc[extra] = getattr(exc, extra)
     errors = getattr(exc, "errors", None)
     if errors:
         doc["errors"] = [

@@ -1,11 +1,13 @@
-"""``podium submission``: init, validate, freeze, package, inspect, import, push, selfcheck, sweep.
+"""``podium submission``: init, validate, freeze, package, inspect, import, push, submit,
+status, selfcheck, sweep.
 
 Each command is wiring over a function of the ``submission`` package, and each ends by
 saying what to do next. Exit codes: 0 ok, 1 findings, 2 usage, 3 could not evaluate
 (Docker, Hub).
 
 Here: the group and the commands that write and check a directory. The bundle's commands
-(package, inspect, selfcheck) are in ``submission_bundle_cmd``, the sweep in
+(package, inspect, selfcheck) are in ``submission_bundle_cmd``, entering a competition's
+server (submit, status) in ``submission_server_cmd``, the sweep in
 ``submission_sweep_cmd``; the group mounts them all in the order its help lists them.
 """
 
@@ -33,6 +35,7 @@ from podium.cli.options import (
 )
 from podium.cli.output import emit, quoted, set_json
 from podium.cli.submission_bundle_cmd import inspect_cmd, package_cmd, selfcheck_cmd
+from podium.cli.submission_server_cmd import status_cmd, submit_cmd
 from podium.cli.submission_sweep_cmd import sweep_cmd
 from podium.untrusted import markup, text
 from schemas.challenge import load_challenge
@@ -321,6 +324,8 @@ for _name, _command in (
     ("inspect", inspect_cmd),
     ("import", import_cmd),
     ("push", push_cmd),
+    ("submit", submit_cmd),
+    ("status", status_cmd),
     ("selfcheck", selfcheck_cmd),
     ("sweep", sweep_cmd),
 ):

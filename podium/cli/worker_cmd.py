@@ -47,6 +47,9 @@ Examples:
   podium worker -c fast-gemma.locked.json --queue hf://datasets/org/podium-queue
   --store hf://datasets/org/board --key keys/organizer.pem --heldout /secure/heldout
 
+  podium worker --server https://org-podium.hf.space --worker-token "$W" --runner
+  local-docker --key organizer.pem --heldout /secure/heldout
+
 With --challenge (a name, a spec file, a URL or hf://...), requests of that challenge are
 verified against that spec (others against podium's shipped spec of their id); a spec
 that requires isolation must be locked (podium challenge lock) and pin the key the
@@ -138,12 +141,20 @@ def worker_cmd(
     lease: LeaseOpt = 900.0,
     poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 30.0,
     once: Annotated[bool, typer.Option("--once", help="At most one request.")] = False,
+    server: Annotated[
+        str | None,
+        typer.Option(help="Claim from a competition server (podium server) instead of --queue."),
+    ] = None,
+    worker_token: Annotated[
+        str | None,
+        typer.Option(help="The server's worker token (default: $PODIUM_WORKER_TOKEN)."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     from leaderboard.stores import open_store
     from verifier.lock import require_locked
     from verifier.runners.factory import reference_runner
-    from verifier.scale.resources import existing_queue, spec_source
+    from verifier.scale.resources import spec_source
     from verifier.scale.worker import Worker, WorkerConfig, sandboxed_runner
 
     set_json(json_out)
@@ -153,7 +164,7 @@ def worker_cmd(
     if spec is not None:
         require_locked(spec, signer=signer)
     cfg = WorkerConfig(
-        queue=existing_queue(queue),
+        queue=work_queue(queue, server, worker_token, store),
         store=open_store(store) if store else None,
         key=signer,
         spec_for=spec_source(spec),
@@ -166,6 +177,30 @@ def worker_cmd(
     )
     handled = Worker(cfg, say=_say).run(once=once, install_signals=True)
     raise typer.Exit(_summary(handled))
+
+
+def work_queue(queue: str | None, server: str | None, token: str | None, store: str | None) -> Any:
+    """The queue a worker drains: a folder or Hub queue, or a competition server (which
+    publishes the rows itself, with the team and user it authenticated)."""
+    import os
+
+    from podium.errors import UsageError
+    from verifier.scale.resources import existing_queue
+
+    if server is None:
+        return existing_queue(queue)
+    from competition.client import ServerQueue
+    from verifier.scale.queue.stores.base import default_identity
+
+    token = token or os.environ.get("PODIUM_WORKER_TOKEN")
+    if not token:
+        raise UsageError("--server needs a worker token", hint="pass --worker-token W")
+    if queue or store:
+        raise UsageError(
+            "--server replaces --queue and --store",
+            hint="the server holds the queue and publishes to its own --store",
+        )
+    return ServerQueue(server, token, worker=default_identity())
 
 
 def dispatch_cmd(

@@ -28,7 +28,7 @@ from verifier.scale.queue.hold import Hold
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.loop import ClaimLoop, Handled, Say, conclude, conclude_failed
 from verifier.scale.queue.request import Claim, QueueRequest
-from verifier.scale.queue.stores.base import QueueStore, default_identity
+from verifier.scale.queue.stores.base import WorkQueue, default_identity
 
 __all__ = ["Handled", "Worker", "WorkerConfig", "sandboxed_runner"]
 
@@ -37,7 +37,7 @@ VerifyFn = Callable[[VerifyRequest], Outcome]
 
 @dataclass
 class WorkerConfig:
-    queue: QueueStore
+    queue: WorkQueue
     key: KeyPair
     runner: Callable[[], Runner]
     out_dir: Path

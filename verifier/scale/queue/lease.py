@@ -11,11 +11,11 @@ import threading
 
 from podium.errors import PodiumError
 from verifier.scale.queue.request import Claim, now
-from verifier.scale.queue.stores.base import QueueStore
+from verifier.scale.queue.stores.base import WorkQueue
 
 
 class LeaseKeeper:
-    def __init__(self, queue: QueueStore, lease_s: float):
+    def __init__(self, queue: WorkQueue, lease_s: float):
         self.queue, self.lease_s = queue, lease_s
         self._claims: dict[str, Claim] = {}
         self._lost: dict[str, str] = {}

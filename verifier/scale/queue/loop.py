@@ -35,7 +35,7 @@ from podium.timestamps import iso_utc
 from verifier.scale.queue.hold import Hold
 from verifier.scale.queue.lease import LeaseKeeper
 from verifier.scale.queue.request import Claim, QueueRequest
-from verifier.scale.queue.stores.base import QueueStore
+from verifier.scale.queue.stores.base import WorkQueue
 
 if TYPE_CHECKING:
     from verifier.pipeline import Outcome
@@ -79,7 +79,7 @@ class ClaimLoop:
 
     def __init__(
         self,
-        queue: QueueStore,
+        queue: WorkQueue,
         *,
         who: str,
         lease_s: float,
@@ -160,7 +160,7 @@ class ClaimLoop:
 
 
 def conclude(
-    queue: QueueStore,
+    queue: WorkQueue,
     keeper: LeaseKeeper,
     rid: str,
     outcome: Outcome,
@@ -218,7 +218,7 @@ def conclude(
 
 
 def _wait(
-    queue: QueueStore,
+    queue: WorkQueue,
     keeper: LeaseKeeper,
     rid: str,
     hold: Hold | None,
@@ -242,7 +242,7 @@ def _wait(
 
 
 def conclude_failed(
-    queue: QueueStore,
+    queue: WorkQueue,
     keeper: LeaseKeeper,
     rid: str,
     message: str,
@@ -257,7 +257,7 @@ def conclude_failed(
 
 
 def _mark_failed(
-    queue: QueueStore,
+    queue: WorkQueue,
     keeper: LeaseKeeper,
     rid: str,
     message: str,

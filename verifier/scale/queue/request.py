@@ -10,6 +10,7 @@ States and the transitions allowed (each appends ``{state, by, at, note}`` to hi
        ▲                  │ └────fail────► FAILED       (no report could be made)
        └──release/expiry──┘
     PENDING / RUNNING ──cancel──► CANCELLED;  FAILED / CANCELLED ──resubmit──► PENDING
+    FINISHED ──requeue (an organizer's re-verification)──► PENDING
 
 A claim carries a random ``token`` and a ``lease_until``; only the holder of the token
 may renew, finish, fail or release it, and once the lease has passed anyone may claim
@@ -189,6 +190,19 @@ def resubmitted(req: QueueRequest, by: str, at: datetime | None = None) -> Queue
     if req.state not in (FAILED, CANCELLED):
         return None
     return _step(req, PENDING, by, "submitted again", at or now(), claim=None, result=None)
+
+
+def requeued(req: QueueRequest, by: str, note: str, at: datetime | None = None) -> QueueRequest:
+    """An organizer's re-verification: a FINISHED request goes back to PENDING (its old
+    result stays in the history's note and in the published rows)."""
+    if req.state != FINISHED:
+        raise UsageError(
+            f"request {req.request_id} is {req.state}, not FINISHED",
+            where=req.request_id,
+            hint="retry a FAILED or CANCELLED request instead; a PENDING or RUNNING one waits",
+        )
+    old = (req.doc["result"] or {}).get("verdict")
+    return _step(req, PENDING, by, f"{note} (was {old})", at or now(), claim=None, result=None)
 
 
 def claimed(

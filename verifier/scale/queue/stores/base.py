@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from podium.canonical import sha256_file
 from podium.errors import StoreError, UsageError
@@ -72,6 +72,33 @@ def describe_bundle(path: Path, reported_tps: float | None = None) -> BundleToSu
         size=path.stat().st_size,
         reported_tps=float(reported_tps) if reported_tps is not None else None,
     )
+
+
+class WorkQueue(Protocol):
+    """What a process that drains a queue needs of it: a store itself, or a competition's
+    server reached over HTTP (``competition.client.ServerQueue``)."""
+
+    url: str
+
+    def claim(self, worker: str, lease_s: float) -> tuple[QueueRequest, Claim] | None: ...
+
+    def renew(self, claims: list[Claim], lease_s: float) -> tuple[list[Claim], list[str]]: ...
+
+    def finish(
+        self, claim: Claim, result: dict[str, Any], at: datetime | None = None
+    ) -> QueueRequest: ...
+
+    def fail(
+        self,
+        claim: Claim,
+        message: str,
+        result: dict[str, Any] | None = None,
+        at: datetime | None = None,
+    ) -> QueueRequest: ...
+
+    def release(self, claim: Claim, note: str) -> QueueRequest: ...
+
+    def fetch_bundle(self, req: QueueRequest, dest: Path) -> Path: ...
 
 
 def require_challenge(bundles: list[BundleToSubmit], challenge_id: str) -> None:
