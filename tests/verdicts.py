@@ -31,7 +31,10 @@ def inconclusive(report: dict[str, Any]) -> bool:
     if report["verdict"] != "FAILED":
         return False
     why = (report["findings"], report.get("failure"))
-    assert report.get("failure") is None, why
+    failure = report.get("failure")
+    # the verdict names the check that could not judge as its failure, and nothing else
+    if failure is not None:
+        assert str(failure.get("message", "")).split(":")[0] in TIMING_CHECKS, why
     statuses = {c["id"]: c["status"] for c in report["checks"]}
     failing = {i for i, s in statuses.items() if s == "fail"}
     unjudged = {i for i, s in statuses.items() if s == "error"}

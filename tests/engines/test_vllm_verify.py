@@ -231,10 +231,12 @@ def test_a_shorter_sliding_window_inside_the_cap_is_verified(tmp_path: Path, win
 @pytest.mark.fires("ppl.cap")
 def test_a_window_over_the_cap_is_rejected_by_the_ppl_cap(tmp_path: Path) -> None:
     """An honest entry over the cap is told its PPL; its decode is that of a model over the
-    cap too, which the reference decode, judging against the cap itself, may say beside."""
+    cap too, which the reference decode and the controls' agreement (both judged against
+    the budget the cap gives) may say beside."""
     report = run_verify(make_bundle(tmp_path, "window-8", {"SLIDING_WINDOW": 8}), tmp_path / "out")
     assert report["verdict"] == "REJECTED", (report["findings"], report["failure"])
     errors = {f["check_id"] for f in report["findings"] if f["severity"] == "error"}
     assert "ppl.cap" in errors, report["findings"]
-    assert errors <= {"ppl.cap", "integrity.reference-decode"}, report["findings"]
+    beside = {"integrity.reference-decode", "integrity.controls"}
+    assert errors <= {"ppl.cap"} | beside, report["findings"]
     assert report["metrics"]["ppl"]["value"] > load_challenge("tiny").quality.cap

@@ -58,8 +58,10 @@ def entry_source(
     return src
 
 
-def packaged(src: Path) -> Path:
-    """The bundle of ``src``, written beside it."""
-    done = package(src, src.parent / "dist", base_digest=ZERO_DIGEST, build=False)
+def packaged(src: Path, *, confirmed: bool = False) -> Path:
+    """The bundle of ``src``, written beside it; its base pinned by a placeholder digest,
+    or, ``confirmed``, by the local image's own (Docker), as every door wants it."""
+    digest = None if confirmed else ZERO_DIGEST
+    done = package(src, src.parent / "dist", base_digest=digest, build=False)
     assert done.bundle is not None, [f.one_line() for f in done.findings]
     return done.bundle.path

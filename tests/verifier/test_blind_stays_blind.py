@@ -49,7 +49,7 @@ CAUSE = {
 }
 
 
-def make_bundle(tmp: Path, engine: str) -> Path:
+def make_bundle(tmp: Path, engine: str, *, confirmed: bool = False) -> Path:
     """The sample entry carrying podium's baseline engine and the hostile engines."""
     hostile = Path(__file__).with_name("hostile_engines.py").read_text(encoding="utf-8")
     src = entry_source(
@@ -58,7 +58,7 @@ def make_bundle(tmp: Path, engine: str) -> Path:
         files={"engine/hostile_engines.py": hostile},
         entry=engine.lower(),
     )
-    return packaged(src)
+    return packaged(src, confirmed=confirmed)
 
 
 @pytest.fixture(scope="module")
@@ -205,12 +205,13 @@ def test_podium_verify_on_the_terminal_shows_the_cause_and_nothing_the_engine_sa
 # -- the queue -----------------------------------------------------------------------------
 
 
+@pytest.mark.docker  # a queue takes a bundle whose base a local image confirms
 @pytest.mark.parametrize("engine", ["PrintAndDie", "EchoErrors"])
 def test_a_worker_marks_the_request_failed_naming_the_cause_and_nothing_the_engine_saw(
-    bundles: dict[str, Path], tmp_path: Path, engine: str
+    tmp_path: Path, engine: str
 ) -> None:
     queue = LocalQueue(tmp_path / "queue")
-    queue.submit([describe_bundle(bundles[engine])])
+    queue.submit([describe_bundle(make_bundle(tmp_path, engine, confirmed=True))])
     worker = Worker(
         WorkerConfig(
             hold=None,  # no hold here: test_publication_hold.py tests it

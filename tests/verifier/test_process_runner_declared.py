@@ -69,7 +69,7 @@ def ppl_at(url: str) -> float:
 def declared_engine(tmp_path: Path, **knobs: Any) -> Iterator[str]:
     """The URL of the bundle's engine, started by the process runner from the bundle."""
     bundle = packaged(entry_source(tmp_path, **knobs))
-    taken = intake(bundle, tmp_path / "work", SPEC)
+    taken = intake(bundle, tmp_path / "work", SPEC, rebuilds=False)  # the process runner
     assert not [f for f in taken.findings if f.severity == "error"], taken.findings
     runner = ProcessRunner()
     runner.prepare(taken, SPEC, on_log=lambda line: None)
@@ -161,7 +161,7 @@ def test_a_bundle_whose_image_runs_a_step_is_refused_before_its_engine_starts(
     dockerfile = (REPO / "examples" / "tiny-baseline" / "Dockerfile").read_text(encoding="utf-8")
     dockerfile = dockerfile.replace("EXPOSE 8000\n", "RUN pip install fastkernels\nEXPOSE 8000\n")
     bundle = packaged(entry_source(tmp_path, files={"Dockerfile": dockerfile}))
-    taken = intake(bundle, tmp_path / "work", SPEC)
+    taken = intake(bundle, tmp_path / "work", SPEC, rebuilds=False)  # the process runner
     runner = ProcessRunner()
     with pytest.raises(UsageError, match="RUN step"):
         runner.prepare(taken, SPEC, on_log=lambda line: None)
