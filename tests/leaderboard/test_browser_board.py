@@ -220,7 +220,8 @@ def test_without_javascript_the_page_shows_plain_tables(
     assert teams == ["otters", "falcons", "herons"]
     assert ranked.group(1).count(">signed record</a>") == 3
     assert "PPL 2.437 &gt; cap 2.415" in out  # the rows not ranked, with their reason
-    assert "the whole set checks against signed head v1" in out
+    # v2: publishing herons' bundle, a leaf of the head, signed the head again
+    assert "the whole set checks against signed head v2" in out
 
 
 def test_a_withdrawal_shows_on_the_page(
