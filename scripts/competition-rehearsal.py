@@ -163,7 +163,7 @@ def steps(
     for _ in range(3):
         out = str(key.parent / "worker")
         podium("worker", "--server", url, "--worker-token", WORKER, "--runner", runner,
-               "--key", str(key), "--once", "--out", out, env=env)  # fmt: skip
+               "--key", str(key), "--once", "--no-hold", "--out", out, env=env)  # fmt: skip
     for rid, token in ((a["id"], "tok-alice"), (r["id"], "tok-carol")):
         code, seen = podium("submission", "status", rid, "--server", url, token=token, env=env)
         req = seen.get("request", {})

@@ -8,6 +8,7 @@ jobs service. What they work from (the queue, the volumes, the jobs backend) is 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -141,6 +142,14 @@ def worker_cmd(
     lease: LeaseOpt = 900.0,
     poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 30.0,
     once: Annotated[bool, typer.Option("--once", help="At most one request.")] = False,
+    no_hold: Annotated[
+        bool,
+        typer.Option(
+            "--no-hold",
+            help="Publish and mark as soon as a run ends (a rehearsal, a private board): "
+            "the run's length then shows in the queue's history and the board's times.",
+        ),
+    ] = False,
     server: Annotated[
         str | None,
         typer.Option(help="Claim from a competition server (podium server) instead of --queue."),
@@ -175,6 +184,8 @@ def worker_cmd(
         lease_s=lease,
         poll_s=poll,
     )
+    if no_hold:
+        cfg = dataclasses.replace(cfg, hold=None)
     handled = Worker(cfg, say=_say).run(once=once, install_signals=True)
     raise typer.Exit(_summary(handled))
 

@@ -49,6 +49,7 @@ def test_a_worker_verifies_over_http_and_the_submitter_sees_verified(
         rid = carol.submit(bundles["rival"])["request"]["request_id"]
         worker = Worker(
             WorkerConfig(
+                hold=None,  # no hold here: test_publication_hold.py tests it
                 queue=ServerQueue(url, WORKER, worker="gpu-1"),
                 key=keypair,
                 runner=VerifyingSandbox,
