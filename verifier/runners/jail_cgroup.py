@@ -5,10 +5,10 @@ root (the jail's user, mapped) to it, so the jail's bound on processes is the ke
 ``pids`` controller: a cgroup made for the jail (cgroup v2's unified tree, else v1's
 ``pids`` hierarchy), ``pids.max`` set, bwrap moved into it before it starts, and removed
 after (an empty one that a killed verifier left is removed by the next). Where no cgroup
-can be made (not root, a read-only ``/sys/fs/cgroup``), there is none: the jail runner then starts bwrap as an
-unprivileged host user (``verifier.runners.jail_user``), whom ``RLIMIT_NPROC`` holds, and
-the isolation check says the jail has no process limit unless the jail's host user is not
-root.
+can be made (not root, a read-only ``/sys/fs/cgroup``), there is none: the jail runner
+then starts bwrap as an unprivileged host user (``verifier.runners.jail_user``), whom
+``RLIMIT_NPROC`` holds, and the isolation check says the jail has no process limit unless
+the jail's host user is not root.
 """
 
 from __future__ import annotations
