@@ -9,6 +9,15 @@ from typing import Any
 from calibration.margins import positions
 from calibration.rows import Row
 
+
+def _in_repo(value: str) -> str:
+    """A path inside podium's checkout as the checkout names it (results name no machine)."""
+    from bench.common import REPO_ROOT
+
+    root = f"{REPO_ROOT}/"
+    return value.removeprefix(root)
+
+
 DECODE = "integrity.reference-decode"
 CACHING = "integrity.caching"
 SAME_PATH = "integrity.same-path"
@@ -49,7 +58,7 @@ def summarise(
         "kind": row.kind,
         "engine": row.engine,
         "config": dict(row.config),
-        "env": dict(row.env),
+        "env": {k: _in_repo(v) for k, v in row.env.items()},
         "verdict": report.get("verdict"),
         "judged": _judged(report, errors, caching),
         "caching_status": caching.get("status"),
