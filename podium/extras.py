@@ -23,7 +23,11 @@ LINES: dict[str, tuple[str, ...]] = {
     "sweep": (".[participant,engine,sweep]",),
     "gpu": (".[organizer]",),
     "data": (".[viewer]",),
+    "server": (".[organizer]",),
+    "postgres": (".[organizer,postgres]",),
 }
+#: the modules ``podium server`` needs (``server``; PostgreSQL's driver comes with ``postgres``)
+SERVER_MODULES = ("starlette", "uvicorn", "sqlalchemy")
 #: the modules each command's extra must provide, checked before it starts
 SELFCHECK_MODULES = ("torch", "transformers")
 #: torch's CPU build for a CPU challenge (tiny), as README.md installs it: PyPI's Linux torch

@@ -44,6 +44,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "verifier": ("organizer",),
     "leaderboard": ("viewer", "organizer"),
     "engines": ("engine", "vllm"),
+    # the door's client (participants, workers) needs the core; its server the organizer's
+    "competition": ("participant", "organizer"),
 }
 
 #: modules loaded only by a command that needs an extra: their module-level imports may come
@@ -51,6 +53,11 @@ ROLES: dict[str, tuple[str, ...]] = {
 EXTRA_ONLY: dict[str, str] = {
     "engines.baseline": "engine",
     "submission.sweep.plot": "sweep",
+    # podium server checks the server extra before it imports these (require_installed)
+    "competition.app": "server",
+    "competition.db": "server",
+    "competition.server": "server",
+    "competition.workers": "server",
 }
 
 #: import names whose distribution is not installed beside the suite, so metadata cannot say

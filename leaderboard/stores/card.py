@@ -48,10 +48,9 @@ FEATURES: list[dict[str, Any]] = [
     ),
     _struct("engine", {"kind": _S, "config": {"dtype": "json"}}),
     _struct("hardware", {"gpu_name": _S, "official": {"dtype": "bool"}, "summary": _S}),
-    *(
-        {"name": n, **_S}
-        for n in ("fingerprint_sha256", "image_id", "bundle_sha256", "toolkit_version")
-    ),
+    *({"name": n, **_S} for n in ("fingerprint_sha256", "image_id")),
+    _struct("submitter", {"team": _S, "user": _S}),
+    *({"name": n, **_S} for n in ("bundle_sha256", "toolkit_version")),
     {"name": "verified_at", **_S},
     {"name": "findings", "dtype": "json"},
     _struct("signature", {"alg": _S, "key_id": _S, "value": _S}),
@@ -104,6 +103,7 @@ published twice is one file.
 | `engine` | engine kind and the submitted engine config |
 | `hardware` | GPU name, whether it is the challenge's official hardware, a summary |
 | `fingerprint_sha256`, `image_id`, `bundle_sha256` | what ran, where |
+| `submitter` | `{{team, user}}` the competition's door authenticated (absent without one) |
 | `toolkit_version`, `verified_at` | podium version and when the verification finished |
 | `findings` | the first findings of the report (check id, severity, message) |
 | `signature` | Ed25519 over the canonical JSON of the row without `signature` |

@@ -85,6 +85,9 @@ def server_cmd(
     ] = 2,
     json_out: JsonOpt = False,
 ) -> None:
+    from podium.extras import SERVER_MODULES, require_installed
+
+    require_installed("podium server", SERVER_MODULES, extra="server")
     from competition.app import open_door, serve
     from podium.cli.options import require_signing_key, signing_key
 

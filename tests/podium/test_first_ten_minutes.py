@@ -422,6 +422,7 @@ def _c_cases(tmp_path: Path, bundle: Path) -> dict[tuple[str, ...], tuple[list[s
 #: tests/leaderboard/test_view_with_a_given_spec.py, heldout check in
 #: tests/podium/test_organizer_challenge.py
 C_TESTED_ELSEWHERE = {
+    ("server",),  # tests/competition: the door's spec, by name or path
     ("leaderboard", "show"),
     ("harness",),
     ("worker",),
