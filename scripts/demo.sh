@@ -108,7 +108,7 @@ heading "3. organizer: verify blind and publish to $STORE"
 rm -f "$OUT/verify/report.json"
 set +e
 "$PODIUM" verify "$OUT/dist/podium-tiny-baseline.tar.gz" --challenge tiny \
-    --key "$KEY" --publish "$STORE" -o "$OUT/verify"
+    --key "$KEY" --publish "$STORE" --no-hold -o "$OUT/verify"
 verdict=$?
 set -e
 

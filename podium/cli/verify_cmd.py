@@ -65,6 +65,14 @@ def verify_cmd(
             "so the run's length shows no finer than the report says.",
         ),
     ] = None,
+    no_hold: Annotated[
+        bool,
+        typer.Option(
+            "--no-hold",
+            help="With --publish: publish at once (a demo, a private board); the run's "
+            "length then shows in the board's times.",
+        ),
+    ] = False,
     runner: RunnerOpt = RunnerKind.local_docker,
     out: Annotated[Path, out_option("Folder for the report and logs")] = Path("out/verify"),
     logs: LogsOpt = False,
@@ -87,6 +95,7 @@ def verify_cmd(
             publish=publish,
             self_check=False,
             logs=logs,
+            hold=not no_hold,
         )
     )
 
