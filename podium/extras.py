@@ -24,7 +24,6 @@ LINES: dict[str, tuple[str, ...]] = {
     "gpu": (".[organizer]",),
     "data": (".[viewer]",),
     "server": (".[organizer]",),
-    "postgres": (".[organizer,postgres]",),
 }
 #: the modules ``podium server`` needs (``server``; PostgreSQL's driver comes with ``postgres``)
 SERVER_MODULES = ("starlette", "uvicorn", "sqlalchemy")
