@@ -115,7 +115,11 @@ set -e
 heading "4. viewer: the leaderboard"
 if [[ $STORE == *://* || -d $STORE ]]; then
     # the demo's key is made on this machine (step 2), so no spec can pin it: the viewer
-    # names it, as a viewer of any ad-hoc store does (docs/leaderboard.md)
+    # names it, as a viewer of any ad-hoc store does (docs/leaderboard.md). The viewer's
+    # memory of the heads it saw is the demo's own ($OUT/viewer): a demo made anew where an
+    # earlier one stood (a new key, a new store at the same path) is a new board to it, while
+    # a viewer who remembers the old one would rightly call its history rewritten
+    export XDG_CACHE_HOME="$OUT/viewer"
     "$PODIUM" leaderboard show --store "$STORE" --pubkey "$KEY.pub"
     "$PODIUM" leaderboard verify --store "$STORE" --pubkey "$KEY.pub"
 else
