@@ -12,6 +12,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,22 @@ def wait_for(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> 
     raise AssertionError(f"{url} did not answer within {timeout}s")
 
 
+@contextmanager
+def serving(*args: str) -> Iterator[str]:
+    """``podium leaderboard serve ARGS`` on a free port: its URL once it answers."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*SERVE, *args, "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(url + "records.json", proc)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def chromium(*args: str, cwd: Path) -> str:
     """Headless Chromium with a profile of its own under ``cwd``: two test files on two
     workers each start one, and two browsers on one profile (root's default) crash."""
@@ -100,27 +118,7 @@ def ranked_teams(dom: str) -> list[str]:
 def test_served_page_shows_ranked_rows_in_order_and_a_scatter(
     seeded_store: LocalStore, tmp_path: Path, key_files: tuple[Path, Path]
 ) -> None:
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "podium.cli.app",
-            "leaderboard",
-            "serve",
-            "--store",
-            seeded_store.url,
-            "--port",
-            str(port),
-            "--pubkey",
-            str(key_files[1]),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_for(url + "records.json", proc)
+    with serving("--store", seeded_store.url, "--pubkey", str(key_files[1])) as url:
         dom = chromium("--dump-dom", url, cwd=tmp_path)
         assert 'data-ready="1"' in dom
         assert ranked_teams(dom) == ["otters", "falcons", "herons"]
@@ -133,9 +131,6 @@ def test_served_page_shows_ranked_rows_in_order_and_a_scatter(
         shot.unlink(missing_ok=True)
         chromium(f"--screenshot={shot}", "--window-size=1280,900", url, cwd=tmp_path)
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.mark.serial

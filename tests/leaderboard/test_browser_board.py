@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 from cdp import Browser
 from factories import checked, seeded_bundle
-from test_browser import CHROMIUM, SERVE, chromium, free_port, wait_for
+from test_browser import CHROMIUM, chromium, serving
 
 from leaderboard.publish import publish_bundle
 from leaderboard.stores.local import LocalStore
@@ -44,19 +43,8 @@ def served(
 ) -> Iterator[tuple[str, LocalStore]]:
     """``podium leaderboard serve`` of the seeded store (with herons' bundle in it)."""
     with_bundle(seeded_store, "herons", keypair)
-    port = free_port()
-    proc = subprocess.Popen(
-        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--pubkey", str(key_files[1])],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_for(url + "records.json", proc)
+    with serving("--store", seeded_store.url, "--pubkey", str(key_files[1])) as url:
         yield url, seeded_store
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def with_bundle(store: LocalStore, team: str, keypair: KeyPair) -> tuple[dict[str, Any], bytes]:
@@ -168,15 +156,7 @@ def test_page_warns_when_a_row_is_missing(
         if json.loads(p.read_bytes())["team"] == "herons"
     )
     herons.unlink()  # a writer with access to the store deletes a rival's row
-    port = free_port()
-    proc = subprocess.Popen(
-        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--pubkey", str(key_files[1])],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_for(url + "records.json", proc)
+    with serving("--store", seeded_store.url, "--pubkey", str(key_files[1])) as url:
         dom = chromium("--dump-dom", url, cwd=tmp_path)
         assert 'data-ready="1"' in dom
         assert '<section id="set-warnings" role="alert">' in dom  # shown, not hidden
@@ -186,9 +166,6 @@ def test_page_warns_when_a_row_is_missing(
         # the same warning as the terminal's
         doc = json.loads(urllib_get(url + "records.json"))
         assert [p["message"] for p in doc["set_problems"]] == [item.replace("&amp;", "&")]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def urllib_get(url: str) -> bytes:
@@ -231,15 +208,7 @@ def test_a_withdrawal_shows_on_the_page(
 
     otters = next(r for r in seeded_store.list_records() if r["team"] == "otters")
     withdraw(seeded_store, keypair, otters["record_id"], "answers cached between runs")
-    port = free_port()
-    proc = subprocess.Popen(
-        [*SERVE, "--store", seeded_store.url, "--port", str(port), "--pubkey", str(key_files[1])],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_for(url + "records.json", proc)
+    with serving("--store", seeded_store.url, "--pubkey", str(key_files[1])) as url:
         dom = chromium("--dump-dom", url, cwd=tmp_path)
         assert 'data-ready="1"' in dom
         ranked = re.findall(
@@ -251,6 +220,3 @@ def test_a_withdrawal_shows_on_the_page(
         row = re.search(r'<tr class="withdrawn-row"[^>]*>(.*?)</tr>', section.group(1), flags=re.S)
         assert row is not None and "otters" in row.group(1)
         assert "answers cached between runs" in row.group(1)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
