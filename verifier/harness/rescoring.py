@@ -17,7 +17,8 @@ The result is plain data (``ReferenceEvidence``). The reference checks
 it, so they run without any engine, and the calibration script calls the same ones.
 Scoring requests go out ``spec.reference.batch`` prompts a request (the reference engine
 runs them as one padded batch, nearest lengths together), ``CONCURRENCY`` requests at a
-time; each answer is scored once however many checks read it.
+time; each answer is scored once however many checks read it, and each distinct sequence
+once however many answers repeat it.
 """
 
 from __future__ import annotations
@@ -127,11 +128,20 @@ class _Gather:
 
     async def score(self, jobs: list[_Job]) -> None:
         """Every job's prompt_logprobs, ``spec.reference.batch`` prompts a request, nearest
-        lengths together (a padded batch wastes least), ``CONCURRENCY`` requests at once."""
+        lengths together (a padded batch wastes least), ``CONCURRENCY`` requests at once.
+
+        Jobs with the same ids are scored once and share the entries: the reference's
+        scoring of a sequence is a function of the sequence, so an engine that repeats a
+        (prompt, answer) pair thousands of times costs the verifier one scoring of it."""
+        distinct: dict[tuple[int, ...], _Job] = {}
+        for job in jobs:
+            distinct.setdefault(tuple(job.ids), job)
         size = max(1, self.spec.reference.batch)
-        ordered = sorted(jobs, key=lambda j: len(j.ids))
+        ordered = sorted(distinct.values(), key=lambda j: len(j.ids))
         groups = [ordered[i : i + size] for i in range(0, len(ordered), size)]
         await asyncio.gather(*(self._send(group) for group in groups))
+        for job in jobs:
+            job.entries = distinct[tuple(job.ids)].entries
 
     async def _send(self, group: list[_Job]) -> None:
         async with self.limit:
