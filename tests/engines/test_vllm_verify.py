@@ -9,9 +9,9 @@ no capabilities, internal network), through ``verifier.pipeline.verify``:
   by the tiny challenge's pinned, trained drafter, mounted read-only at /drafter, and a
   sliding window of 16): still VERIFIED, the acceptance rate from vLLM's /metrics in the
   report;
-- lossy entries inside the rules: SLIDING_WINDOW 24 (and 16, in tiny-winning) VERIFIED (the
-  reference runs the declared window); SLIDING_WINDOW 8, over the PPL cap, REJECTED by
-  ``ppl.cap`` alone;
+- lossy entries inside the rules: SLIDING_WINDOW 16, in tiny-winning, VERIFIED (the budget
+  rule: the reference runs the pinned model, the window moves no bound; the calibration
+  table adds W=24); SLIDING_WINDOW 8, over the PPL cap, REJECTED by ``ppl.cap`` alone;
 - a cheat: the bundle's copy of the launcher appends the flags of a free engine variable,
   which smuggles ``--logprobs-mode raw_logits`` past the knob rules and overrides the frozen
   MAX_NUM_SEQS: REJECTED for the positive logprobs, the forbidding rule seen at run time,
@@ -168,6 +168,7 @@ def test_ngram_speculative_decoding_stays_verified_with_its_acceptance_rate(
     assert 0 < runtime["speculative_acceptance_rate"] <= 1
 
 
+@pytest.mark.quiet("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path")
 def test_the_champions_levers_on_tiny_are_verified(tmp_path: Path) -> None:
     """examples/tiny-winning: MTP drafting by the challenge's pinned drafter (checked and
     mounted read-only at /drafter), the launcher's warm-up before readiness, and a sliding
@@ -186,8 +187,9 @@ def test_the_champions_levers_on_tiny_are_verified(tmp_path: Path) -> None:
     # the budget rule: judged against the pinned model, the window listed, not reproduced
     assert decode["reference_model"]["sliding_window"] is None
     assert decode["reference_model"]["budgeted"]["SLIDING_WINDOW"] == 16
-    assert decode["mean_gap"] <= decode["allowance"]["mean"]
-    assert load_challenge("tiny").quality.reference_ppl < report["metrics"]["ppl"]["value"]
+    assert 0.0 < decode["mean_gap"] <= decode["allowance"]["mean"]
+    quality = load_challenge("tiny").quality
+    assert quality.reference_ppl < report["metrics"]["ppl"]["value"] <= quality.cap
 
 
 @pytest.mark.fires("engine.runtime-mismatch", "ppl.logprob-positive")
@@ -204,28 +206,7 @@ def test_raw_logits_smuggled_through_a_free_variable_is_rejected(tmp_path: Path)
     assert any("logprobs_mode='raw_logits'" in m for m in mismatches), mismatches
 
 
-# -- lossy entries inside the rules: the champion's lever --------------------------------------
-
-
-@pytest.mark.quiet("integrity.reference-decode", "ppl.reference-mismatch", "integrity.same-path")
-@pytest.mark.parametrize("window", [24])
-def test_a_shorter_sliding_window_inside_the_cap_is_verified(tmp_path: Path, window: int) -> None:
-    """SLIDING_WINDOW is the published winner's lever (a 4 % PPL cost on E4B): under the
-    budget rule the reference runs the pinned model, the declaration moves no bound, and
-    the entry is VERIFIED while its PPL is inside the cap and its decode within what an
-    honest model at the cap shows. (A window of 16 is verified with the champion's other
-    levers in ``test_the_champions_levers_on_tiny_are_verified``.)"""
-    knobs = {"SLIDING_WINDOW": window}
-    report = run_verify(make_bundle(tmp_path, f"window-{window}", knobs), tmp_path / "out")
-    assert_honest(report)
-    checks = {c["id"]: c for c in report["checks"]}
-    decode = checks["integrity.reference-decode"]["details"]
-    assert decode["reference_model"]["sliding_window"] is None
-    assert decode["reference_model"]["budgeted"] == {"SLIDING_WINDOW": window}
-    assert 0.0 < decode["mean_gap"] <= 0.7 * decode["allowance"]["mean"]  # W=24: 0.59 at most
-    spec = load_challenge("tiny")
-    ppl = report["metrics"]["ppl"]["value"]
-    assert spec.quality.reference_ppl < ppl <= spec.quality.cap
+# -- a lossy entry over the rules ------------------------------------------------------------
 
 
 @pytest.mark.fires("ppl.cap")
