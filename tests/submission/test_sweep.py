@@ -5,8 +5,9 @@
   are pure functions: tested on their own, no engine.
 - A sweep of the baseline engine (a plain process) is killed once its first point is in
   the file, and run again: it measures only the point left, never the first twice.
-- Real vLLM (Docker): a small grid of examples/tiny-vllm's SLIDING_WINDOW ends with a
-  front, a plot and a recommendation, and the recommendation's blind run is VERIFIED.
+- In the Docker sandbox: a point of examples/tiny-baseline's SLIDING_WINDOW beside the
+  baseline ends with a front, a plot and a recommendation, and the recommendation's blind
+  run is VERIFIED (that vLLM honours the window is ``tests/engines/test_vllm_verify.py``'s).
 """
 
 from __future__ import annotations
@@ -256,11 +257,23 @@ def test_the_file_resumes_skips_a_torn_line_and_refuses_another_baseline(tmp_pat
 # -- a real sweep, killed and resumed ---------------------------------------------------
 
 
+def short_tiny(folder: Path) -> Path:
+    """The tiny challenge with two short trials and one warm-up request: what this test
+    proves is the file's bookkeeping, not a measurement, and each of its five runs costs
+    half the time of a full one."""
+    spec = json.loads((REPO / "podium" / "data" / "challenges" / "tiny.json").read_text())
+    spec["tps"].update(trials=2, max_trials=2, min_trial_seconds=0.5, warmup_requests=1)
+    path = folder / "tiny-short.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
 def sweep_cmd(src: Path, out: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "podium.cli.app", "submission", "sweep", str(src),
         "--knob", "MAX_MODEL_LEN=1024,2048", "--baseline-every", "2", "--runner", "process",
-        "--base-digest", FAKE_DIGEST, "--margin", "0", "-o", str(out), *extra,
+        "--base-digest", FAKE_DIGEST, "--margin", "0", "-o", str(out),
+        "-c", str(short_tiny(out.parent)), *extra,
     ]  # fmt: skip
 
 
