@@ -20,11 +20,11 @@ ARTIFACTS := test-artifacts
 
 venv: $(STAMP)
 
-# Re-installs only when pyproject.toml changed; torch is pinned on the line so pip takes
-# the CPU build from the machine's wheel store rather than resolving a CUDA one.
+# Re-installs only when pyproject.toml changed; torch is pinned on the line so the CPU
+# build comes from the machine's wheel store rather than a CUDA one being resolved.
+# scripts/venv.sh installs with uv under the machine's pip settings, else with pip.
 $(STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev,engine,docker,data,sweep,postgres]' 'torch==2.13.0'
+	bash scripts/venv.sh $(VENV) -e '.[dev,engine,docker,data,sweep,postgres]' 'torch==2.13.0'
 	touch $@
 
 docker:
@@ -95,8 +95,7 @@ DEMO_STAMP := $(VENV)/.podium-demo-installed
 demo-venv: $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	test $(STAMP) -nt pyproject.toml || $(PY) -m pip install --quiet -e '.[engine,docker]' 'torch==2.13.0'
+	test $(STAMP) -nt pyproject.toml || bash scripts/venv.sh $(VENV) -e '.[engine,docker]' 'torch==2.13.0'
 	touch $@
 
 # The benchmarks, every part of python -m bench (BENCH_ARGS=--quick for a shorter run,
@@ -108,7 +107,7 @@ $(DEMO_STAMP): pyproject.toml
 BENCH_STAMP := $(VENV)/.podium-bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[bench]' 'torch==2.13.0'
+	bash scripts/venv.sh $(VENV) -e '.[bench]' 'torch==2.13.0'
 	touch $@
 
 bench: $(BENCH_STAMP) browser
