@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from competition.db import DbQueue
 from competition.door import Door, DoorConfig
 from competition.identity import HubIdentity
-from competition.roster import load_roster
+from competition.roster import load_roster, quota_in_force
 from podium.errors import UsageError
 from podium.signing import KeyPair
-from schemas.challenge import ChallengeSpec, load_challenge
+from schemas.challenge import ChallengeSpec, QuotaRules, load_challenge
 
 
 def load_spec(ref: str) -> ChallengeSpec:
@@ -41,18 +40,19 @@ def open_door(
     if not admin_token:
         raise UsageError("the server needs an admin token", hint="pass --admin-token T")
     the_roster = load_roster(roster)
-    quota = the_roster.quota
-    if quota_user is not None:
-        quota = replace(quota, per_user=quota_user)
-    if quota_team is not None:
-        quota = replace(quota, per_team=quota_team)
+    spec = load_spec(challenge)
+    quota = quota_in_force(
+        spec.competition.quota if spec.competition else None,
+        the_roster.quota,
+        QuotaRules(per_user=quota_user, per_team=quota_team),
+    )
     the_store = None
     if store:
         from leaderboard.stores import open_store
 
         the_store = open_store(store)
     cfg = DoorConfig(
-        spec=load_spec(challenge),
+        spec=spec,
         roster=the_roster,
         quota=quota,
         admin_token=admin_token,

@@ -8,11 +8,12 @@ could spend both teams' quotas and submit under either name).
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from podium.errors import SchemaError, UsageError
+from schemas.challenge import QuotaRules
 from schemas.validate import validate
 
 DEFAULT_PER_USER = 5
@@ -32,11 +33,28 @@ class Quota:
         return {"per_user": self.per_user, "per_team": self.per_team, "window_s": self.window_s}
 
 
+def quota_in_force(*layers: QuotaRules | None) -> Quota:
+    """podium's defaults (the Fast Gemma Challenge's), then each layer's members that are
+    set, a later layer over an earlier: the spec's, the roster's, the server's flags."""
+    quota = Quota()
+    for rules in layers:
+        if rules is None:
+            continue
+        if rules.per_user is not None:
+            quota = replace(quota, per_user=rules.per_user)
+        if rules.per_team is not None:
+            quota = replace(quota, per_team=rules.per_team)
+        if rules.window_hours is not None:
+            quota = replace(quota, window_s=rules.window_hours * 3600)
+    return quota
+
+
 @dataclass(frozen=True)
 class Roster:
     teams: dict[str, tuple[str, ...]]
     contact: str | None = None
-    quota: Quota = Quota()
+    #: the members of the quota the roster sets (``quota_in_force`` layers them)
+    quota: QuotaRules = field(default_factory=QuotaRules)
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], *, file: str = "<roster>") -> Roster:
@@ -53,12 +71,7 @@ class Roster:
                         json_path=f"$.teams.{team}.members",
                     )
                 seen[key] = team
-        q = doc.get("quota") or {}
-        quota = Quota(
-            per_user=int(q.get("per_user", DEFAULT_PER_USER)),
-            per_team=int(q.get("per_team", DEFAULT_PER_TEAM)),
-            window_s=float(q.get("window_hours", DEFAULT_WINDOW_H)) * 3600,
-        )
+        quota = QuotaRules.from_dict(doc.get("quota") or {})
         return cls(teams, doc.get("contact"), quota)
 
     def team_of(self, user: str) -> str | None:

@@ -253,6 +253,22 @@ class LeaderboardRules(Contract):
 
 
 @dataclass(frozen=True)
+class QuotaRules(Contract):
+    """Submissions allowed over a rolling window; an unset member keeps the default."""
+
+    per_user: int | None = None
+    per_team: int | None = None
+    window_hours: float | None = None
+
+
+@dataclass(frozen=True)
+class CompetitionRules(Contract):
+    """How the competition's door admits submissions (``podium server``)."""
+
+    quota: QuotaRules | None = None
+
+
+@dataclass(frozen=True)
 class ChallengeSpec(Contract):
     schema_version: int
     id: str
@@ -270,6 +286,7 @@ class ChallengeSpec(Contract):
     datasets: Datasets
     description: str | None = None
     leaderboard: LeaderboardRules | None = None
+    competition: CompetitionRules | None = None
     #: where the spec was read from (not part of the document)
     source: str | None = field(default=None, compare=False, metadata={"json": "__source__"})
 

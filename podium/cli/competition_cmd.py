@@ -75,10 +75,12 @@ def server_cmd(
         int, typer.Option("--port", parser=port_number, help="Port (0: any free one).")
     ] = 8000,
     quota_user: Annotated[
-        int | None, typer.Option(help="Submissions per user per 24 h (default: roster, 5).")
+        int | None,
+        typer.Option(help="Submissions per user per window (default: roster, spec, 5)."),
     ] = None,
     quota_team: Annotated[
-        int | None, typer.Option(help="Submissions per team per 24 h (default: roster, 20).")
+        int | None,
+        typer.Option(help="Submissions per team per window (default: roster, spec, 20)."),
     ] = None,
     intake_processes: Annotated[
         int, typer.Option(help="Processes that read submitted bundles (0: the server's own).")
