@@ -133,8 +133,13 @@ class ServerQueue:
     def _claim_doc(c: Claim) -> dict[str, Any]:
         return claim_to_dict(c)
 
-    def claim(self, worker: str, lease_s: float) -> tuple[QueueRequest, Claim] | None:
-        got = self.client.post("/v1/worker/claim", {"worker": worker, "lease_s": lease_s})
+    def claim(
+        self, worker: str, lease_s: float, challenge: str | None = None
+    ) -> tuple[QueueRequest, Claim] | None:
+        body: dict[str, Any] = {"worker": worker, "lease_s": lease_s}
+        if challenge is not None:
+            body["challenge"] = challenge
+        got = self.client.post("/v1/worker/claim", body)
         if got["request"] is None:
             return None
         return QueueRequest.parse(got["request"]), claim_from_dict(got["claim"])

@@ -38,6 +38,7 @@ requests_t = sa.Table(
     sa.Column("request_id", sa.String(24), primary_key=True),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("team", sa.String(64), nullable=False, index=True),
+    sa.Column("challenge", sa.String(64), nullable=False),
     sa.Column("submitted_by", sa.String(128), nullable=False),
     sa.Column("submitted_at", sa.String(40), nullable=False),
     sa.Column("lease_until", sa.Float, nullable=True),
@@ -116,6 +117,7 @@ def _columns(req: QueueRequest) -> dict[str, Any]:
         "request_id": req.request_id,
         "state": req.state,
         "team": req.doc["team"],
+        "challenge": req.doc["challenge"],
         "submitted_by": req.doc["submitted_by"],
         "submitted_at": req.doc["submitted_at"],
         "lease_until": parse_time(claim["lease_until"]).timestamp() if claim else None,
@@ -261,16 +263,19 @@ class DbQueue(QueueStore):
 
     # -- a claim, with row locks that skip what another worker holds ----------------
 
-    def claim(self, worker: str, lease_s: float) -> tuple[QueueRequest, Claim] | None:
+    def claim(
+        self, worker: str, lease_s: float, challenge: str | None = None
+    ) -> tuple[QueueRequest, Claim] | None:
         at = rq.now()
         c = requests_t.c
         due = sa.or_(
             c.state == rq.PENDING, sa.and_(c.state == rq.RUNNING, c.lease_until <= at.timestamp())
         )
+        of = [c.challenge == challenge] if challenge is not None else []
         with self.tx() as conn:
             row = conn.execute(
                 sa.select(c.doc)
-                .where(c.state.in_([rq.PENDING, rq.RUNNING]), due)
+                .where(c.state.in_([rq.PENDING, rq.RUNNING]), due, *of)
                 .order_by(c.submitted_at, c.request_id)
                 .limit(1)
                 .with_for_update(skip_locked=True)

@@ -4,7 +4,7 @@
     ├── UsageError
     │   ├── NotLoggedIn           401  no token, or the Hub does not know it
     │   ├── NotFound              404  no such request (or not the caller's team's)
-    │   └── WrongChallenge        422  the bundle is for another challenge
+    │   └── WrongChallenge        422  the bundle (or a worker) is for another challenge
     ├── Refused(UsageError)       403  a user on no team, another team's name, a revoked token
     ├── QuotaExceeded             429  over a quota; ``retry_after`` seconds, ``next_slot``
     └── StoreError

@@ -31,7 +31,7 @@ from starlette.routing import Route
 
 from competition import admin
 from competition.door import Door, participant_view
-from competition.errors import NotFound, QuotaExceeded, Refused, status_of
+from competition.errors import NotFound, QuotaExceeded, Refused, WrongChallenge, status_of
 from competition.wire import claim_from_dict, claim_to_dict
 from podium.errors import BundleError, PodiumError, UsageError
 from schemas.check_ids import BUNDLE_TOO_LARGE
@@ -185,6 +185,13 @@ async def work(request: Request) -> Response:
         door.heard_from(f"{name}/{body.get('worker') or '?'}")
         lease_s = float(body.get("lease_s") or door.cfg.lease_s)
         if action == "claim":
+            wanted = body.get("challenge")
+            if wanted is not None and wanted != door.cfg.spec.id:
+                raise WrongChallenge(
+                    f"this server runs challenge {door.cfg.spec.id!r}, not {wanted!r}",
+                    hint=f"start the worker with -c {door.cfg.spec.id} (or the locked spec "
+                    "of it), or against the server of its own challenge",
+                )
             got = door.db.claim(f"{name}/{body.get('worker') or 'worker'}", lease_s)
             return (
                 {"request": None}

@@ -51,10 +51,11 @@ Examples:
   podium worker --server https://org-podium.hf.space --worker-token "$W" --runner
   local-docker --key organizer.pem --heldout /secure/heldout
 
-With --challenge (a name, a spec file, a URL or hf://...), requests of that challenge are
-verified against that spec (others against podium's shipped spec of their id); a spec
-that requires isolation must be locked (podium challenge lock) and pin the key the
-worker signs with, or the worker refuses to start, naming each part to lock.
+With --challenge (a name, a spec file, a URL or hf://...), the worker claims requests of
+that challenge only and verifies them against that spec (without it, any request, each
+against podium's shipped spec of its id); a spec that requires isolation must be locked
+(podium challenge lock) and pin the key the worker signs with, or the worker refuses to
+start, naming each part to lock.
 """
 
 
@@ -78,9 +79,9 @@ Examples:
 
   podium dispatch --backend local --queue ./queue --store ./board --key k.pem --once
 
-With --challenge, requests of that challenge are verified against that spec; the harness
-job loads it by the same reference, so a spec of the organizer's own is given as a URL or
-hf://datasets/ORG/NAME/challenge.json (a shipped name works too).
+With --challenge, only requests of that challenge are claimed, verified against that
+spec; the harness job loads it by the same reference, so a spec of the organizer's own is
+given as a URL or hf://datasets/ORG/NAME/challenge.json (a shipped name works too).
 """
 
 
@@ -177,6 +178,7 @@ def worker_cmd(
         store=open_store(store) if store else None,
         key=signer,
         spec_for=spec_source(spec),
+        challenge=spec.id if spec else None,
         runner=new_runner,
         out_dir=out,
         heldout=require_heldout(heldout),
@@ -266,6 +268,7 @@ def dispatch_cmd(
         max_concurrent=max_concurrent,
         lease_s=lease,
         spec_for=resources.spec_source(spec),
+        challenge=spec.id if spec else None,
         challenge_refs=refs,
     )
     image = resources.harness_image(backend.value, harness_image)  # rehearsals build it here

@@ -17,7 +17,7 @@ from conftest import ADMIN, WORKER, serving
 from competition.app import open_door
 from competition.client import DoorClient, ServerQueue
 from competition.door import Door, Participant
-from competition.errors import NotLoggedIn
+from competition.errors import NotLoggedIn, WrongChallenge
 from podium.errors import BundleError, UsageError
 from podium.signing import KeyPair
 from verifier.scale.queue import request as rq
@@ -189,3 +189,20 @@ def test_podium_server_listens_and_the_admin_commands_answer(
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_worker_for_another_challenge_is_refused_and_the_database_claims_by_challenge(
+    opener: OpenDoor, bundles: dict[str, Path]
+) -> None:
+    door = opener(publish=False)
+    req, _ = door.submit(Participant("alice", "acme"), bundles["acme"])
+    assert door.db.claim("w-x/gpu", 600, challenge="fast-gemma") is None
+    with serving(door) as url:
+        worker = ServerQueue(url, WORKER, worker="gpu")
+        with pytest.raises(WrongChallenge) as err:
+            worker.claim("gpu", 600, challenge="fast-gemma")
+        assert "runs challenge 'tiny'" in str(err.value)
+        assert door.db.get(req.request_id).state == rq.PENDING  # nothing taken
+        got = worker.claim("gpu", 600, challenge="tiny")
+        assert got is not None and got[0].request_id == req.request_id
+    door.db.close()

@@ -49,6 +49,8 @@ class WorkerConfig:
     poll_s: float = 30.0
     verify_fn: VerifyFn = verify
     spec_for: Callable[[str], ChallengeSpec] = load_challenge
+    #: claim requests of this challenge id only (None: any, each against its own spec)
+    challenge: str | None = None
     #: when a request's end may show (None: at once, for tests and private queues)
     hold: Hold | None = field(default_factory=Hold)
 
@@ -70,7 +72,12 @@ class Worker:
         self.cfg = cfg
         self.say: Say = say or (lambda _line: None)
         self.loop = ClaimLoop(
-            cfg.queue, who=cfg.worker_id, lease_s=cfg.lease_s, poll_s=cfg.poll_s, say=self.say
+            cfg.queue,
+            who=cfg.worker_id,
+            lease_s=cfg.lease_s,
+            poll_s=cfg.poll_s,
+            say=self.say,
+            challenge=cfg.challenge,
         )
 
     @property

@@ -53,3 +53,19 @@ def test_until_empty_with_three_in_flight_drains_the_queue_concurrently(
     assert len(handled) == 5 and {h.state for h in handled} == {"FAILED"}
     assert {r.state for r in queue.list_requests()} == {rq.FAILED}
     assert not together.broken
+
+
+def test_a_loop_for_another_challenge_takes_nothing_and_leaves_every_request(
+    tmp_path: Path, sample_bundle: Path
+) -> None:
+    queue = queue_of(tmp_path, sample_bundle, 2)  # both for tiny
+
+    def handle(keeper: LeaseKeeper, req: QueueRequest, claim: Claim) -> Handled:
+        raise AssertionError(f"claimed {req.doc['challenge']}")
+
+    loop = ClaimLoop(queue, who="gpu", lease_s=60, poll_s=0.05, challenge="fast-gemma")
+    assert loop.run(handle, until_empty=True) == []
+    assert [r.state for r in queue.list_requests()] == [rq.PENDING, rq.PENDING]
+    mine = ClaimLoop(queue, who="cpu", lease_s=60, poll_s=0.05, challenge="tiny")
+    mine.run(lambda k, r, c: conclude_failed(queue, k, r.request_id, "ok", lambda _: None), limit=1)
+    assert sorted(r.state for r in queue.list_requests()) == [rq.FAILED, rq.PENDING]

@@ -3,6 +3,7 @@ contract: idempotent submit, one claim per request, leases that expire, fenced m
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -132,3 +133,18 @@ def test_open_queue_urls(tmp_path: Path) -> None:
         open_queue("hf://models/org/queue")
     with pytest.raises(UsageError, match="main branch"):
         open_queue("hf://datasets/org/queue@dev")
+
+
+def test_a_claim_for_one_challenge_leaves_the_others_requests(
+    make_queue: MakeQueue, sample_bundle: Path
+) -> None:
+    """A worker started with --challenge claims that challenge's requests only."""
+    queue = make_queue()
+    tiny = describe_bundle(sample_bundle)
+    other = dataclasses.replace(tiny, challenge="fast-gemma", sha256="f" * 64)
+    queue.submit([tiny, other])
+    got = queue.claim("gpu", lease_s=60, challenge="fast-gemma")
+    assert got is not None and got[0].doc["challenge"] == "fast-gemma"
+    assert queue.claim("gpu", lease_s=60, challenge="fast-gemma") is None
+    left = queue.claim("cpu", lease_s=60)
+    assert left is not None and left[0].doc["challenge"] == "tiny"

@@ -61,6 +61,8 @@ class DispatchConfig:
     job_timeout_s: int = 3600
     dispatcher_id: str = field(default_factory=default_identity)
     spec_for: Callable[[str], ChallengeSpec] = load_challenge
+    #: claim requests of this challenge id only (None: any, each against its own spec)
+    challenge: str | None = None
     #: challenge id -> the reference the harness job loads its spec by (default: the id)
     challenge_refs: dict[str, str] = field(default_factory=dict)
     model_volume: Callable[[ChallengeSpec], VolumeSpec] | None = None
@@ -119,6 +121,7 @@ class Dispatcher:
             poll_s=cfg.poll_s,
             max_concurrent=cfg.max_concurrent,
             say=self.say,
+            challenge=cfg.challenge,
         )
 
     @property

@@ -86,8 +86,11 @@ class ClaimLoop:
         poll_s: float,
         max_concurrent: int = 1,
         say: Say | None = None,
+        challenge: str | None = None,
     ):
         self.queue, self.who = queue, who
+        #: claim requests of this challenge only (None: any)
+        self.challenge = challenge
         self.lease_s, self.poll_s = lease_s, poll_s
         self.max_concurrent = max(1, max_concurrent)
         self.say: Say = say or (lambda _line: None)
@@ -139,7 +142,7 @@ class ClaimLoop:
             while not self._stopping.is_set():
                 running = [f for f in running if not self._collect(f)]
                 room = len(running) < self.max_concurrent and (limit is None or taken < limit)
-                got = self.queue.claim(self.who, self.lease_s) if room else None
+                got = self.queue.claim(self.who, self.lease_s, self.challenge) if room else None
                 if got is not None:
                     taken += 1
                     keeper.hold(got[1])

@@ -80,7 +80,9 @@ class WorkQueue(Protocol):
 
     url: str
 
-    def claim(self, worker: str, lease_s: float) -> tuple[QueueRequest, Claim] | None: ...
+    def claim(
+        self, worker: str, lease_s: float, challenge: str | None = None
+    ) -> tuple[QueueRequest, Claim] | None: ...
 
     def renew(self, claims: list[Claim], lease_s: float) -> tuple[list[Claim], list[str]]: ...
 
@@ -184,8 +186,11 @@ class QueueStore(ABC):
             out += self._change(again, back, message=f"Resubmit {len(again)} request(s)")
         return out
 
-    def claim(self, worker: str, lease_s: float) -> tuple[QueueRequest, Claim] | None:
-        """Take the oldest claimable request (pending, or running with an expired lease)."""
+    def claim(
+        self, worker: str, lease_s: float, challenge: str | None = None
+    ) -> tuple[QueueRequest, Claim] | None:
+        """Take the oldest claimable request (pending, or running with an expired lease),
+        of ``challenge`` only when one is given."""
         got: list[Claim] = []
         for rid in self._candidates():
 
@@ -193,6 +198,8 @@ class QueueStore(ABC):
                 got.clear()
                 req = found[0]
                 if req is None or not req.claimable():
+                    return []
+                if challenge is not None and req.doc["challenge"] != challenge:
                     return []
                 new, claim = rq.claimed(req, worker, lease_s)
                 got.append(claim)
